@@ -2,7 +2,10 @@
  * for Prometheus. The listener is a second libmicrohttpd daemon with an internal thread: a
  * scrape there must never read the core's state, which belongs to the loop thread, so it
  * signals an eventfd the loop watches and waits on a condition variable until the loop has
- * built a fresh text, or 5 s at most. */
+ * built a fresh text, or 5 s at most. Scrapes that wait together share one text, and the loop
+ * builds at most one per BUILD_GAP (a text reads every running job's cgroup files, so anyone
+ * who may scrape, in a loop from many connections, would otherwise hold the loop building
+ * them): a scrape is still answered with a text begun after it arrived, up to a gap later. */
 #include "metrics_http.h"
 
 #include <arpa/inet.h>
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +34,11 @@
 #include "reply.h"
 
 #define SCRAPE_WAIT_MS 5000
+/* After a text that took d to build, the next waits max(BUILD_GAP_MIN_MS, 9 d): the listener's
+ * scrapes take at most a tenth of the loop's time however many come, and a scrape of a
+ * machine of many jobs waits at most BUILD_GAP_MAX_MS more (well within SCRAPE_WAIT_MS). */
+#define BUILD_GAP_MIN_MS 100
+#define BUILD_GAP_MAX_MS 2000
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type, char *text)
 {
@@ -65,6 +74,10 @@ static struct {
     struct MHD_Daemon *mhd;
     int efd;
     watch w;
+    int tfd;            /* the loop's timer for a text asked for within the gap */
+    watch tw;
+    bool timer_set;     /* loop thread only, as next_build_ms */
+    int64_t next_build_ms; /* monotonic: no text is built before it */
     uint64_t asked;     /* scrapes that asked the loop for a text */
     uint64_t answered;  /* the value of asked when the loop began the current text */
     char *text;         /* the loop's latest text */
@@ -73,24 +86,60 @@ static struct {
     char readers[512];  /* metrics.readers; "" = every peer */
     char cg_mount[256]; /* the cgroup2 mount point, and beneath it the jobs' parent ("" none) */
     char cg_jobs[400];
-} listener = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
+} listener = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .tfd = -1};
 
-/* Loop thread: a scrape is waiting. */
-static void on_ask(watch *w, uint32_t events)
+/* Loop thread: a text for the scrapes that wait now, unless none does. */
+static void build(void)
 {
-    uint64_t v;
-    while (read(w->fd, &v, sizeof v) == sizeof v)
-        ;
     pthread_mutex_lock(&listener.mu);
     uint64_t gen = listener.asked;
+    bool wanted = gen > listener.answered;
     pthread_mutex_unlock(&listener.mu);
+    if (!wanted)
+        return;
+    int64_t t0 = mono_ns();
     char *text = metrics_text();
+    int64_t took_ms = (mono_ns() - t0) / 1000000, gap = 9 * took_ms;
+    gap = gap < BUILD_GAP_MIN_MS ? BUILD_GAP_MIN_MS : gap > BUILD_GAP_MAX_MS ? BUILD_GAP_MAX_MS : gap;
+    listener.next_build_ms = mono_ms() + gap;
     pthread_mutex_lock(&listener.mu);
     free(listener.text);
     listener.text = text;
     listener.answered = gen;
     pthread_cond_broadcast(&listener.cv);
     pthread_mutex_unlock(&listener.mu);
+}
+
+/* Loop thread: a scrape is waiting; its text is built now, or when the gap since the last
+ * one is over (the timer). */
+static void on_ask(watch *w, uint32_t events)
+{
+    (void)events;
+    uint64_t v;
+    while (read(w->fd, &v, sizeof v) == sizeof v)
+        ;
+    if (listener.timer_set)
+        return; /* the text due at the timer is theirs too */
+    int64_t wait = listener.next_build_ms - mono_ms();
+    if (wait <= 0) {
+        build();
+        return;
+    }
+    struct itimerspec it = {.it_value = {.tv_sec = wait / 1000, .tv_nsec = (wait % 1000) * 1000000L}};
+    if (timerfd_settime(listener.tfd, 0, &it, NULL) == 0)
+        listener.timer_set = true;
+    else
+        build(); /* (cannot happen with a valid timer): answered now rather than never */
+}
+
+static void on_timer(watch *w, uint32_t events)
+{
+    (void)events;
+    uint64_t v;
+    while (read(w->fd, &v, sizeof v) == sizeof v)
+        ;
+    listener.timer_set = false;
+    build();
 }
 
 /* Listener thread: a text built after this call began, or NULL after the wait. */
@@ -292,6 +341,13 @@ static void close_watch(void)
         close(listener.efd);
         listener.efd = -1;
     }
+    if (listener.tfd >= 0) {
+        loop_del(&listener.tw);
+        close(listener.tfd);
+        listener.tfd = -1;
+    }
+    listener.timer_set = false;
+    listener.next_build_ms = 0;
 }
 
 int metrics_listen_start(const char *hostport, const char *readers, const char *cg_mount, const char *cg_root, jerr *e)
@@ -332,6 +388,17 @@ int metrics_listen_start(const char *hostport, const char *readers, const char *
         jerr_sys(e, "metrics.listen: watch the eventfd");
         close(listener.efd);
         listener.efd = -1;
+        close(fd);
+        return -1;
+    }
+    listener.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    listener.tw = (watch){listener.tfd, on_timer, NULL};
+    if (listener.tfd < 0 || loop_add(&listener.tw) < 0) {
+        jerr_sys(e, "metrics.listen: a timer for the texts' gap");
+        if (listener.tfd >= 0)
+            close(listener.tfd);
+        listener.tfd = -1;
+        close_watch();
         close(fd);
         return -1;
     }

@@ -381,6 +381,11 @@ char *metrics_text(void)
     prom_family(&b, "joblet_loop_longest_turn_seconds", "gauge",
                 "The longest turn of the loop since the start: every other request waited this long");
     prom_sample(&b, "joblet_loop_longest_turn_seconds", NULL, (double)loop_longest_turn_ns() / 1e9);
+    static uint64_t texts;
+    prom_family(&b, "joblet_metrics_texts_total", "counter",
+                "Texts of these metrics the loop built, this one included: the metrics.listen listener's "
+                "scrapes share one, at most one per 100 ms or more");
+    prom_sample_u(&b, "joblet_metrics_texts_total", NULL, ++texts);
 
     prom_family(&b, "joblet_dependency_looks_total", "counter",
                 "Dependencies looked at to decide jobs and arrays that wait on others (--after): it grows with "

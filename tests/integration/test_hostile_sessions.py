@@ -197,3 +197,50 @@ def test_one_local_user_cannot_lock_prometheus_out_of_the_metrics_listener(fresh
     finally:
         hog.kill()
         hog.wait()
+
+
+_SCRAPE_LOOP = r"""
+import sys, threading, time, urllib.request
+port, secs = int(sys.argv[1]), float(sys.argv[2])
+got = [0] * 8
+def scrape(i):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            r.read()
+        got[i] += 1
+ts = [threading.Thread(target=scrape, args=(i,)) for i in range(8)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(sum(got), flush=True)
+"""
+
+
+def _texts_built(port):
+    import urllib.request
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return int(next(line.split()[1] for line in text.splitlines() if line.startswith("joblet_metrics_texts_total ")))
+
+
+def test_one_local_users_scrape_loop_does_not_hold_the_loop_building_texts(fresh_daemon):
+    """With metrics.readers unset every local user may scrape, and each text reads every running
+    job's cgroup files on the loop thread. One of them scrapes in a loop on 8 connections: the loop
+    built a text for each round of them, as fast as they came. It builds at most one per 100 ms
+    now, and each scrape is still answered (with a text begun after it arrived)."""
+    need_root()
+    need_setpriv()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    fresh_daemon(f"metrics:\n  listen: \"127.0.0.1:{port}\"\n")
+    before = _texts_built(port)
+    t0 = time.monotonic()
+    loop = subprocess.run([*setpriv(OTHER), "/usr/bin/python3", "-c", _SCRAPE_LOOP, str(port), "3"],
+                          capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - t0
+    built = _texts_built(port) - before
+    assert loop.returncode == 0, loop.stderr
+    answered = int(loop.stdout)
+    assert answered >= 8, loop.stdout
+    # the first text at once, then one per 100 ms at most (and the last scrape of root above)
+    assert built <= elapsed / 0.1 + 3, f"{built} texts built in {elapsed:.2f} s for {answered} scrapes"
