@@ -177,7 +177,13 @@ int write_string(const char *path, const char *s)
     if (fd < 0)
         return -1;
     size_t l = strlen(s);
-    ssize_t w = write(fd, s, l);
+    /* Again after EINTR: a cgroup v1 memory limit (memory.limit_in_bytes, memsw, kmem) fails
+     * with EINTR, not a restart, whenever a signal is pending as it is written, a stop signal
+     * too (kill -STOP, a debugger's or strace's attach), and nothing was set then: the shim
+     * ended its job start_failed "Interrupted system call" on such a host. */
+    ssize_t w;
+    while ((w = write(fd, s, l)) < 0 && errno == EINTR)
+        ;
     int saved = errno;
     close(fd);
     errno = saved;

@@ -45,7 +45,7 @@ int run_input(const char *path, char *const argv[], const char *input, size_t le
 #define WF_DURABLE 2u
 int write_file_opt(const char *path, const void *data, size_t len, mode_t mode, unsigned flags, jerr *e);
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, jerr *e);
-int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files; -1 + errno */
+int write_string(const char *path, const char *s);   /* for sysfs/cgroupfs files, again after EINTR; -1 + errno */
 /* Writes the n bytes at p to fd, again after EINTR and short writes: how many were written, n
  * or fewer with errno set when a write failed (a write of nothing: EIO). Allocates nothing. */
 size_t write_all(int fd, const void *p, size_t n);
