@@ -477,6 +477,21 @@ def slow_runsc():
     shutil.rmtree(wrap_dir, ignore_errors=True)
 
 
+def _end_told(d, jid):
+    """What a failure needs to be read: the job, its history, its shim's and runsc's logs, and
+    the daemon's lines about it (the first CI failure kept only the job's end reason)."""
+    parts = [f"job: {d.job(jid)}", "events:"] + [f"  {e}: {t}" for e, t in d.events(jid)]
+    for name in ("shim.log", "runsc.log"):
+        try:
+            with open(os.path.join(d.state, "jobs", jid, name), errors="replace") as f:
+                parts.append(f"{name}:\n{f.read()[-4000:]}")
+        except OSError as e:
+            parts.append(f"{name}: {e}")
+    about = "\n".join(line for line in d.log().splitlines() if jid[:8] in line)
+    parts.append(f"joblet's log about it:\n{about[-4000:]}")
+    return "\n".join(parts)
+
+
 def test_update_reaches_a_task_whose_shim_is_starting(slow_runsc):
     d = slow_runsc
     # the window (shim started, not yet RUNNING) held open: the shim stopped (SIGSTOP) while its
@@ -502,7 +517,7 @@ def test_update_reaches_a_task_whose_shim_is_starting(slow_runsc):
         if tried:
             # the word reached its shim: the task ends at its new limit, not at its 60 s
             j = d.wait(t["id"], timeout=60)
-            assert (j["status"], j["end_reason"]) == ("FAILED", "time_limit"), j
+            assert (j["status"], j["end_reason"]) == ("FAILED", "time_limit"), _end_told(d, t["id"])
             break
         end_all(d, t["id"])
     if not tried:
