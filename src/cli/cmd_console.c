@@ -17,7 +17,12 @@
  * The printed URL names a host of its own, LABEL.localhost (LABEL random per console; browsers
  * resolve *.localhost to loopback without asking DNS), and the console answers to no other: a
  * service worker or cached file that another user's server left in the browser for
- * 127.0.0.1:PORT (while it held the port) never sees the link's navigation. */
+ * 127.0.0.1:PORT (while it held the port) never sees the link's navigation.
+ *
+ * The link is also written into a page only the user can read (console_file.c), printed
+ * first: `chromium FILE` keeps the token off the command line, which every local user reads in
+ * /proc/PID/cmdline. The signals that end the console come through the loop's signalfd, so
+ * the file is removed after the loop, then rnx dies of the signal as it did before. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +48,7 @@
 #include "cmd_console.h"
 #include "cmd_node.h"
 #include "conn.h"
+#include "console_file.h"
 #include "console_gate.h"
 #include "print.h"
 
@@ -72,6 +78,14 @@ static const char console_help[] =
     "cookie and a key that only the console's page holds, so other users of this machine (and\n"
     "pages on other ports) cannot use the port. Runs until interrupted (Ctrl-C).\n"
     "\n"
+    "It also writes a page that opens the URL, readable by you only (mode 0600), in\n"
+    "$XDG_RUNTIME_DIR (when it is yours and nobody else may write to it), else in\n"
+    "~/.local/share/joblet (made 0700), and prints it first: open that file (file:///...) in\n"
+    "the browser, e.g. 'chromium FILE'. Never give the URL itself to a command: every user of\n"
+    "the machine can read a process's arguments (/proc/PID/cmdline) and use the token first.\n"
+    "Paste it into the browser's address bar instead. The file is removed when the console\n"
+    "ends (Ctrl-C, SIGTERM, SIGHUP); without a place for it, only the URL is printed, with why.\n"
+    "\n"
     "Flags:\n"
     "  --node NAME           the node to serve the console of (as 'rnx --node NAME console')\n"
     "  --port N              the port to listen on (default 0: any free one)\n"
@@ -84,6 +98,7 @@ static const char console_help[] =
     "port 8080 (its host name as printed).\n";
 
 static console_secrets secrets;
+static console_file link_file = {.dirfd = -1};   /* the page that opens the link: console_file.c */
 static rnx_client *daemon_client;   /* where the requests go: the socket or a node */
 
 /* A connection whose head is not in yet, or a refused one whose body is read away. */
@@ -120,14 +135,16 @@ static int random_hex(char *out)
     return 0;
 }
 
-/* An answer of the console's own (small: it fits the socket's empty buffer). */
+/* An answer of the console's own (small: it fits the socket's empty buffer), text/plain but
+ * where extra names its Content-Type. */
 static void reply(int fd, int flags, const char *status, const char *extra, const char *body)
 {
     char buf[2048];
     int n = snprintf(buf, sizeof buf,
-                     "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+                     "HTTP/1.1 %s\r\n%sContent-Length: %zu\r\n"
                      "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n%s\n",
-                     status, strlen(body) + 1, extra, body);
+                     status, strstr(extra, "Content-Type:") ? "" : "Content-Type: text/plain; charset=utf-8\r\n",
+                     strlen(body) + 1, extra, body);
     if (n < 0 || (size_t)n >= sizeof buf)
         return;
     if (flags)
@@ -247,7 +264,7 @@ static void decide(pending *p, char *end, int sigfd, const sigset_t *mask)
     console_verdict v;
     secrets.now_ms = mono_ms();
     console_gate_check(&secrets, p->buf, end, &v);
-    char extra[400], msg[200];
+    char extra[600], msg[800];
     if (v.action == GATE_TICKET) {
         char t[CONSOLE_SECRET_HEX + 1];
         if (random_hex(t) < 0) {
@@ -263,8 +280,19 @@ static void decide(pending *p, char *end, int sigfd, const sigset_t *mask)
         return;
     }
     if (v.action == GATE_SIGN_IN) {
-        console_gate_sign_in(&secrets, extra, sizeof extra);
-        answer(p, "303 See Other", extra, "signed in; the console is at /");
+        /* from the link's file (file://, another site): a page of the console's origin that goes
+         * on to /#key=, a same-origin navigation that carries the cookie; a 303's next request
+         * would be cross-site too */
+        console_gate_sign_in(&secrets, !v.cross_site, extra, sizeof extra);
+        if (v.cross_site) {
+            size_t at = strlen(extra);
+            snprintf(extra + at, sizeof extra - at,
+                     "Content-Type: text/html; charset=utf-8\r\nContent-Security-Policy: default-src 'none'\r\n");
+            console_gate_sign_in_page(&secrets, msg, sizeof msg);
+            answer(p, "200 OK", extra, msg);
+        } else {
+            answer(p, "303 See Other", extra, "signed in; the console is at /");
+        }
         return;
     }
     reap();
@@ -288,6 +316,8 @@ static void decide(pending *p, char *end, int sigfd, const sigset_t *mask)
         for (size_t k = 0; k < nlisteners; k++)
             close(listeners[k]);
         close(sigfd);
+        if (link_file.dirfd >= 0)
+            close(link_file.dirfd);
         for (size_t i = 0; i < npend; i++)
             if (&pend[i] != p && pend[i].fd >= 0)
                 close(pend[i].fd);
@@ -356,14 +386,13 @@ static pending *slot(void)
     return old;
 }
 
-/* The console's one loop: accepts, reads heads, answers, forks for what passes. */
-static int serve(void)
+/* The console's one loop: accepts, reads heads, answers, forks for what passes. sigs (blocked:
+ * SIGCHLD and the signals that end the console) come through a signalfd; old is the mask
+ * before, its children's. Returns when one of the ending signals comes (*ended: which), or
+ * rnx_fail's code. */
+static int serve(const sigset_t *sigs, const sigset_t *old, int *ended)
 {
-    sigset_t chld, old;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &chld, &old);
-    int sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    int sigfd = signalfd(-1, sigs, SFD_CLOEXEC | SFD_NONBLOCK);
     pend = calloc(max_pending, sizeof *pend);
     struct pollfd *pfd = calloc(max_pending + 1 + 2, sizeof *pfd); /* the signals, two listeners, the pending */
     if (sigfd < 0 || !pend || !pfd)
@@ -404,7 +433,12 @@ static int serve(void)
             continue;
         if (pfd[0].revents) {
             struct signalfd_siginfo si;
-            while (read(sigfd, &si, sizeof si) > 0) {
+            while (read(sigfd, &si, sizeof si) > 0)
+                if (si.ssi_signo != SIGCHLD)
+                    *ended = (int)si.ssi_signo;
+            if (*ended) {
+                close(sigfd);
+                return RNX_OK;
             }
             reap();
         }
@@ -412,7 +446,7 @@ static int serve(void)
         size_t first = listening ? 1 + nlisteners : 1;
         for (size_t i = 0; i < npend; i++)
             if (pfd[first + i].revents && pend[i].fd >= 0)
-                readable(&pend[i], sigfd, &old);
+                readable(&pend[i], sigfd, old);
         for (size_t m = 0; listening && m < nlisteners; m++) {
             if (!pfd[1 + m].revents)
                 continue;
@@ -566,13 +600,48 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
      * (two users, two daemons) in one browser each keep their own */
     snprintf(secrets.cookie, sizeof secrets.cookie, "joblet_console_%u", (unsigned)lport);
     signal(SIGPIPE, SIG_IGN);
+    /* The signals that end the console come through serve's signalfd from here on, so that the
+     * link's file is removed after the loop (nothing in a handler), also for one that comes
+     * before it starts. */
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGCHLD);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    sigprocmask(SIG_BLOCK, &sigs, &old);
+    char url[CONSOLE_NAME_HEX + sizeof CONSOLE_NAME_SUFFIX + CONSOLE_SECRET_HEX + 32];
+    snprintf(url, sizeof url, "http://%s:%u/?token=%s", secrets.name, (unsigned)lport, secrets.token);
+    char why[2 * PATH_MAX + 256], uri[3 * PATH_MAX + 16];
+    bool file = console_file_make(&link_file, url, why, sizeof why) == 0;
+    if (file && !console_file_uri(link_file.path, uri, sizeof uri)) {
+        console_file_remove(&link_file);
+        snprintf(why, sizeof why, "its path is too long");
+        file = false;
+    }
     if (ctx->target.socket)
-        printf("joblet console (as uid %u): http://%s:%u/?token=%s\n", (unsigned)getuid(), secrets.name,
-               (unsigned)lport, secrets.token);
+        printf("joblet console (as uid %u)\n", (unsigned)getuid());
     else
-        print_textf(stdout, "joblet console (%s, as its certificate's user): http://%s:%u/?token=%s\n",
-                    client_where(daemon_client), secrets.name, (unsigned)lport, secrets.token);
-    printf("The link works once, in one browser tab, which then holds the session. Ctrl-C stops the console.\n");
+        print_textf(stdout, "joblet console (%s, as its certificate's user)\n", client_where(daemon_client));
+    if (file) {
+        printf("open this file in a browser: %s\n", uri);
+        printf("or paste this link into the browser's address bar (never into a command: other users see "
+               "commands' arguments): %s\n", url);
+    } else {
+        printf("no file to open it with (%s); paste this link into the browser's address bar (never into a "
+               "command: other users see commands' arguments): %s\n", why, url);
+    }
+    printf("The link works once, in one browser tab, which then holds the session. Ctrl-C stops the console%s.\n",
+           file ? " and removes the file" : "");
     fflush(stdout);
-    return serve();
+    int ended = 0;
+    rc = serve(&sigs, &old, &ended);
+    console_file_remove(&link_file);
+    if (ended) {
+        /* ended as the signal says, as before the file: the shell sees it */
+        signal(ended, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        raise(ended);
+    }
+    return rc;
 }

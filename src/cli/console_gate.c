@@ -175,6 +175,7 @@ __attribute__((format(printf, 3, 4))) static int refuse(console_verdict *v, cons
 
 static int check(console_secrets *s, const char *head, const char *end, console_verdict *v)
 {
+    v->cross_site = false;
     /* "METHOD /target HTTP/1.1": an origin-form target only */
     const char *sp = memchr(head, ' ', (size_t)(end - head));
     const char *target = sp ? sp + 1 : NULL;
@@ -226,14 +227,26 @@ static int check(console_secrets *s, const char *head, const char *end, console_
                       "a cross-origin request: Origin '%.*s' is not this console's origin %s; the console answers "
                       "its own page only",
                       SHOWN(olen), origin, own);
-    if (site && !(flen == 11 && !strncasecmp(site, "same-origin", 11)) && !(flen == 4 && !strncasecmp(site, "none", 4)))
+    size_t toklen, mlen = 0, dlen = 0;
+    int mn, dn;
+    const char *tok = query_param(target, tlen, "token", &toklen);
+    const char *mode = header(head, end, "Sec-Fetch-Mode", &mlen, &mn);
+    const char *dest = header(head, end, "Sec-Fetch-Dest", &dlen, &dn);
+    /* The link's file (rnx console writes it so that no token goes on a command line) opens
+     * the link by a navigation from file://, which the browser calls cross-site: the sign-in
+     * alone takes one, as a top-level GET. It gives nothing but to the token's holder, who
+     * could use it directly; a page that sends the browser to another user's console was
+     * never stopped here (that user's server need not be rnx). */
+    v->cross_site = tok && site && flen == 10 && !strncasecmp(site, "cross-site", 10) && !strcmp(method, "GET") &&
+                    mode && mn == 1 && mlen == 8 && !strncasecmp(mode, "navigate", 8) && dest && dn == 1 &&
+                    dlen == 8 && !strncasecmp(dest, "document", 8);
+    if (site && !v->cross_site && !(flen == 11 && !strncasecmp(site, "same-origin", 11)) &&
+        !(flen == 4 && !strncasecmp(site, "none", 4)))
         return refuse(v, "403 Forbidden",
                       "Sec-Fetch-Site '%.*s': the request comes from another page than the console's own (another "
                       "port of this host is another origin); only same-origin or none is accepted (origin %s)",
                       SHOWN(flen), site, own);
 
-    size_t toklen;
-    const char *tok = query_param(target, tlen, "token", &toklen);
     if (tok) {
         /* the one-time token: traded for the session, once */
         if (strcmp(method, "GET") || !console_secret_equal(tok, toklen, s->token) || s->token_used)
@@ -305,7 +318,7 @@ void console_gate_check(console_secrets *s, const char *head, const char *end, c
     check(s, head, end, v);
 }
 
-void console_gate_sign_in(const console_secrets *s, char *out, size_t cap)
+void console_gate_sign_in(const console_secrets *s, bool redirect, char *out, size_t cap)
 {
     /* Clear-Site-Data "cache": what the browser cached for this origin before the console held
      * the port (another user's server there, or a page of another port that had it load
@@ -313,9 +326,18 @@ void console_gate_sign_in(const console_secrets *s, char *out, size_t cap)
      * the port) is dropped before the redirect is followed, so the page and its script come
      * from joblet, not a stale copy that would run in the console's origin with its key */
     snprintf(out, cap,
-             "Location: /#key=%s\r\nSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n"
-             "Clear-Site-Data: \"cache\"\r\n",
-             s->key, s->cookie, s->session);
+             "%s%s%sSet-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\nClear-Site-Data: \"cache\"\r\n",
+             redirect ? "Location: /#key=" : "", redirect ? s->key : "", redirect ? "\r\n" : "", s->cookie,
+             s->session);
+}
+
+void console_gate_sign_in_page(const console_secrets *s, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\">"
+             "<meta http-equiv=\"refresh\" content=\"0;url=/#key=%s\"><title>joblet console</title></head>"
+             "<body><p>Signed in. <a href=\"/#key=%s\">Open the console</a>.</p></body></html>",
+             s->key, s->key);
 }
 
 /* Appends n bytes to out (used bytes *o, cap); false when they do not fit. */

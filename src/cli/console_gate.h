@@ -48,6 +48,10 @@ typedef struct console_verdict {
     gate_action action;
     const char *status;    /* GATE_REFUSE: "401 Unauthorized", ... */
     char msg[512];         /* GATE_REFUSE: the body, one line that says what would be accepted */
+    /* GATE_SIGN_IN: the link came by a navigation from another site (rnx console's link file,
+     * file://): answer console_gate_sign_in_page, not the redirect, whose next request would be
+     * cross-site too, and carry no SameSite=Strict cookie */
+    bool cross_site;
 } console_verdict;
 
 /* Decides on a request head: head is NUL-terminated and holds at least up to end, where its
@@ -62,10 +66,16 @@ void console_gate_check(console_secrets *s, const char *head, const char *end, c
  * in the place of an expired or the oldest one. */
 void console_gate_ticket_add(console_secrets *s, const char *t);
 
-/* The extra header lines of the sign-in's 303: the cookie, "Location: /#key=KEY" (a
- * fragment: the browser keeps it, never sends it to a server) and Clear-Site-Data "cache" (no
- * copy cached for the origin before the console held the port runs in the page). */
-void console_gate_sign_in(const console_secrets *s, char *out, size_t cap);
+/* The extra header lines of the sign-in's answer: the cookie, with redirect (a 303)
+ * "Location: /#key=KEY" (a fragment: the browser keeps it, never sends it to a server), and
+ * Clear-Site-Data "cache" (no copy cached for the origin before the console held the port runs
+ * in the page). */
+void console_gate_sign_in(const console_secrets *s, bool redirect, char *out, size_t cap);
+
+/* The body (text/html, no script) of a cross-site sign-in's 200 (console_verdict.cross_site):
+ * it goes on to /#key=KEY itself, a navigation of the console's own origin, which carries the
+ * cookie. */
+void console_gate_sign_in_page(const console_secrets *s, char *out, size_t cap);
 
 /* How many body bytes follow the head: its Content-Length, 0 when it has none; -1 when they
  * cannot be counted here (chunked, a Content-Length that is not one number, an upgrade: the

@@ -14,7 +14,8 @@ from conftest import BUILD, SANITIZER_MARKS
 
 class Console:
     """rnx console as root (uid None) or as uid, on a free port; .url is the one-time link, .line
-    the line it printed, .netloc the console's NAME.localhost:PORT (the Host it answers to). args: more flags for rnx console; prefix: a command that runs it (e.g.
+    the lines it printed up to it, .file the path of the page that opens the link (None where it
+    printed none: its environment has neither XDG_RUNTIME_DIR nor HOME by default), .netloc the console's NAME.localhost:PORT (the Host it answers to). args: more flags for rnx console; prefix: a command that runs it (e.g.
     prlimit). d: the daemon whose socket it serves; or d None and args naming a node
     (["--node", NAME]), with env: rnx's environment (its nodes.yml, its keepers' directory)."""
 
@@ -27,9 +28,18 @@ class Console:
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env=env or {"PATH": "/usr/bin:/bin",
                                               **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
-        line = self.line = self.p.stdout.readline()
-        m = re.search(r"http://([0-9a-f]{32}\.localhost):(\d+)/\?token=([0-9a-f]{64})", line)
+        line = ""
+        m = None
+        for _ in range(4):   # its heading, the file to open, the link
+            line += self.p.stdout.readline()
+            m = re.search(r"http://([0-9a-f]{32}\.localhost):(\d+)/\?token=([0-9a-f]{64})", line)
+            if m:
+                break
+        self.line = line
         assert m, f"rnx console printed {line!r}; stderr: {self.p.stderr.read() if self.p.poll() is not None else ''}"
+        f = re.search(r"^open this file in a browser: (file://\S+)$", line, re.M)
+        self.file_uri = f and f.group(1)
+        self.file = f and urllib.parse.unquote(f.group(1)[len("file://"):])
         self.name, self.port, self.token = m.group(1), int(m.group(2)), m.group(3)
         self.url = m.group(0)
         self.netloc = f"{self.name}:{self.port}"   # the Host the console answers to (on 127.0.0.1)
@@ -100,22 +110,25 @@ class OwnNetwork:
         subprocess.run([*self.inside, "ip", "link", "set", "lo", "up"], check=True)
         return self
 
-    def browser(self, directory, chromium, driver, *extra):
+    def browser(self, directory, chromium, driver, *extra, uid=None, home=None, url=None):
         """A selenium Chrome driving a headless chromium in this namespace (over a pipe), its
-        wrapper written into directory; extra: more of chromium's flags."""
+        wrapper written into directory; extra: more of chromium's flags; uid: the user it runs
+        as (then home: its HOME, and give it a --user-data-dir of the user's); url: a page its
+        command line opens (as `chromium URL`; chromedriver makes any argument a flag)."""
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
         o = webdriver.ChromeOptions()
-        o.binary_location = self.chromium(str(directory), chromium)
+        o.binary_location = self.chromium(str(directory), chromium, uid, home, url)
         for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                   "--remote-debugging-pipe", *extra]:
             o.add_argument(a)
         return webdriver.Chrome(service=Service(driver), options=o)
 
-    def chromium(self, directory, binary):
+    def chromium(self, directory, binary, uid=None, home=None, url=None):
         path = os.path.join(directory, "chromium-in-" + self.name)
+        who = f"setpriv --reuid={uid} --regid={uid} --clear-groups env HOME={home} " if uid is not None else ""
         with open(path, "w") as f:
-            f.write(f"#!/bin/sh\nexec ip netns exec {self.name} {binary} \"$@\"\n")
+            f.write(f"#!/bin/sh\nexec ip netns exec {self.name} {who}{binary} \"$@\"{' ' + url if url else ''}\n")
         os.chmod(path, 0o755)
         return path
 

@@ -66,8 +66,9 @@ static void test_sign_in_once_and_bind_the_origin(void **state)
     assert_int_equal(v.action, GATE_SIGN_IN);
     assert_true(s.token_used);
     assert_string_equal(s.origin, "http://" NAME ":9000");
+    assert_false(v.cross_site);
     char extra[400];
-    console_gate_sign_in(&s, extra, sizeof extra);
+    console_gate_sign_in(&s, true, extra, sizeof extra);
     assert_non_null(strstr(extra, "Location: /#key=" KEY "\r\n"));
     assert_non_null(strstr(extra, "Set-Cookie: joblet_console_8080=" SESSION "; Path=/; HttpOnly; SameSite=Strict"));
     assert_non_null(strstr(extra, "Clear-Site-Data: \"cache\"\r\n"));
@@ -80,6 +81,44 @@ static void test_sign_in_once_and_bind_the_origin(void **state)
     v = check(&s, "GET / HTTP/1.1\r\nHost: 44444444444444444444444444444444.LOCALHOST:9000\r\nCookie: joblet_console_8080="
               SESSION "\r\n\r\n");
     assert_int_equal(v.action, GATE_FORWARD);
+}
+
+/* The link opened from rnx console's link file: a navigation from file://, cross-site. */
+static void test_a_cross_site_navigation_signs_in_with_a_page(void **state)
+{
+    (void)state;
+#define NAV "Sec-Fetch-Mode: navigate\r\nSec-Fetch-Dest: document\r\n"
+    /* cross-site is taken for the sign-in's top-level GET only, and for nothing else */
+    const char *refused[] = {
+        "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: cross-site\r\n\r\n",
+        "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n"
+        "Sec-Fetch-Dest: iframe\r\n\r\n",
+        "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: no-cors\r\n"
+        "Sec-Fetch-Dest: document\r\n\r\n",
+        "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: same-site\r\n" NAV "\r\n",
+        "POST /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: cross-site\r\n" NAV "\r\n",
+        "GET / HTTP/1.1\r\n" HOST JAR "Sec-Fetch-Site: cross-site\r\n" NAV "\r\n",
+        "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: cross-site\r\n" NAV "Sec-Fetch-Mode: navigate\r\n\r\n",
+    };
+    console_secrets s = fresh(false);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        console_verdict r = check(&s, refused[i]);
+        assert_int_equal(r.action, GATE_REFUSE);
+        assert_false(s.token_used);
+    }
+    console_verdict v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: cross-site\r\n" NAV "\r\n");
+    assert_int_equal(v.action, GATE_SIGN_IN);
+    assert_true(v.cross_site && s.token_used);
+    char extra[400], page[800];
+    console_gate_sign_in(&s, false, extra, sizeof extra);
+    assert_null(strstr(extra, "Location"));
+    assert_non_null(strstr(extra, "Set-Cookie: joblet_console_8080=" SESSION "; Path=/; HttpOnly; SameSite=Strict"));
+    console_gate_sign_in_page(&s, page, sizeof page);
+    assert_non_null(strstr(page, "<meta http-equiv=\"refresh\" content=\"0;url=/#key=" KEY "\">"));
+    assert_null(strstr(page, "<script"));
+    /* once */
+    v = check(&s, "GET /?token=" TOKEN " HTTP/1.1\r\n" HOST "Sec-Fetch-Site: cross-site\r\n" NAV "\r\n");
+    ASSERT_REFUSED(v, "401", "used already");
 }
 
 static void test_wrong_tokens(void **state)
@@ -358,6 +397,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sign_in_once_and_bind_the_origin),
+        cmocka_unit_test(test_a_cross_site_navigation_signs_in_with_a_page),
         cmocka_unit_test(test_wrong_tokens),
         cmocka_unit_test(test_the_cookie_opens_the_files_only),
         cmocka_unit_test(test_the_key_and_the_cookie_together),
