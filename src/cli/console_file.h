@@ -1,4 +1,4 @@
-/* rnx console's link file (console_file.c; docs/console.md, "Signing in"): a page, readable by
+/* rnx console's link file (console_file.c; docs/console.md, "Who may use the port", "The link's file"): a page, readable by
  * its user only, that sends a browser on to the console's tokened URL. Opened as a file:// path,
  * the token never goes on a command line (`chromium URL` would put it in /proc/PID/cmdline,
  * which every local user can read and redeem first), as Jupyter's jpserver-PID-open.html. */
