@@ -444,8 +444,11 @@ async function followLog(id, pre) {
   const ctl = new AbortController();
   S.log = {id, ctl, pre};
   try {
+    /* priority "low": a stream that stays open while the job runs is background work, as the
+     * events' EventSource is; the page's own requests go first, and a tool that waits for the
+     * page to be loaded (Lighthouse: no request of high priority in flight) does not wait on it */
     const r = await fetch(`/v1/jobs/${encodeURIComponent(id)}/logs?follow=1&format=ndjson`, {
-      signal: ctl.signal, credentials: "same-origin", headers: {"X-Console-Key": KEY}});
+      signal: ctl.signal, credentials: "same-origin", priority: "low", headers: {"X-Console-Key": KEY}});
     const rd = r.body.getReader();
     const dec = new TextDecoder();
     let buf = "";

@@ -31,9 +31,11 @@ try {
     // throttlingMethod "simulate": the page is loaded as it is (no throttling either way; only
     // performance metrics, not audited here, are simulated), with Lighthouse's 1 s quiet windows;
     // "provided" raises each of its four waits per page to 5.25 s (the test: 183 s, now 148 s)
-    // (Lighthouse's default maxWaitForLoad, 45 s, stays: a running job's page follows its log, so
-    // its network never goes quiet and the page waits all of it, but 15 s cut pages short on a
-    // loaded machine: four of ten in one run while a build ran beside it)
+    // (Lighthouse's default maxWaitForLoad, 45 s, stays: 15 s cut pages short on a loaded machine,
+    // four of ten in one run while a build ran beside it. A running job's page follows its log on
+    // a request that stays open; it is of low priority (console.js), as Lighthouse's wait for a
+    // loaded page expects of long-lived streams: before, each such page waited the whole 45 s and
+    // its results were marked incomplete, 53 s a page and 163 s for the test against 71 s now)
     const r = await lighthouse(url, {
       onlyCategories: CATS, disableStorageReset: true, throttlingMethod: "simulate", logLevel: "error",
       output: "json",
