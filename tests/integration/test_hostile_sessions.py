@@ -171,17 +171,23 @@ time.sleep(float(sys.argv[2]))
 """
 
 
-def test_one_local_user_cannot_lock_prometheus_out_of_the_metrics_listener(fresh_daemon):
-    """metrics.listen is a TCP port on 127.0.0.1 that every local user reaches. One of them opens
-    connections and sends nothing: the listener's 64 (MHD_OPTION_CONNECTION_LIMIT) and the
-    backlog fill, each held 30 s (and opened again), and the scraper's GET /metrics gets no
-    answer at all while they are held. A scrape must still be answered."""
+def _metrics_daemon(fresh_daemon):
+    """A daemon with metrics.listen on a free loopback port (as root, with setpriv for OTHER): the port."""
     need_root()
     need_setpriv()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     fresh_daemon(f"metrics:\n  listen: \"127.0.0.1:{port}\"\n")
+    return port
+
+
+def test_one_local_user_cannot_lock_prometheus_out_of_the_metrics_listener(fresh_daemon):
+    """metrics.listen is a TCP port on 127.0.0.1 that every local user reaches. One of them opens
+    connections and sends nothing: the listener's 64 (MHD_OPTION_CONNECTION_LIMIT) and the
+    backlog fill, each held 30 s (and opened again), and the scraper's GET /metrics gets no
+    answer at all while they are held. A scrape must still be answered."""
+    port = _metrics_daemon(fresh_daemon)
     import urllib.request
     assert urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).status == 200
     hog = subprocess.Popen([*setpriv(OTHER), "/usr/bin/python3", "-c", _METRICS_HOG, str(port), "25"],
@@ -227,12 +233,7 @@ def test_one_local_users_scrape_loop_does_not_hold_the_loop_building_texts(fresh
     job's cgroup files on the loop thread. One of them scrapes in a loop on 8 connections: the loop
     built a text for each round of them, as fast as they came. It builds at most one per 100 ms
     now, and each scrape is still answered (with a text begun after it arrived)."""
-    need_root()
-    need_setpriv()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    fresh_daemon(f"metrics:\n  listen: \"127.0.0.1:{port}\"\n")
+    port = _metrics_daemon(fresh_daemon)
     before = _texts_built(port)
     t0 = time.monotonic()
     loop = subprocess.run([*setpriv(OTHER), "/usr/bin/python3", "-c", _SCRAPE_LOOP, str(port), "3"],
