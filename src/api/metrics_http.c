@@ -2,7 +2,10 @@
  * for Prometheus. The listener is a second libmicrohttpd daemon with an internal thread: a
  * scrape there must never read the core's state, which belongs to the loop thread, so it
  * signals an eventfd the loop watches and waits on a condition variable until the loop has
- * built a fresh text, or 5 s at most. Scrapes that wait together share one text, and the loop
+ * built a fresh text, or 5 s at most. Each connection has a thread of its own (64 at most, 8 of
+ * one peer), so that scrapes do wait together: with the daemon's one thread they waited one
+ * after another, a gap each, and one local user's 8 connections held every other scrape behind
+ * theirs (8 gaps, up to 16 s). Scrapes that wait together share one text, and the loop
  * builds at most one per BUILD_GAP (a text reads every running job's cgroup files, so anyone
  * who may scrape, in a loop from many connections, would otherwise hold the loop building
  * them): a scrape is still answered with a text begun after it arrived, up to a gap later. */
@@ -70,6 +73,7 @@ enum MHD_Result metrics_reply(request *r)
 
 static struct {
     pthread_mutex_t mu;
+    pthread_mutex_t peers_mu; /* the peers' counts (each connection's thread ends its own) */
     pthread_cond_t cv;
     struct MHD_Daemon *mhd;
     int efd;
@@ -86,7 +90,7 @@ static struct {
     char readers[512];  /* metrics.readers; "" = every peer */
     char cg_mount[256]; /* the cgroup2 mount point, and beneath it the jobs' parent ("" none) */
     char cg_jobs[400];
-} listener = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .tfd = -1};
+} listener = {.mu = PTHREAD_MUTEX_INITIALIZER, .peers_mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .tfd = -1};
 
 /* Loop thread: a text for the scrapes that wait now, unless none does. */
 static void build(void)
@@ -142,7 +146,7 @@ static void on_timer(watch *w, uint32_t events)
     build();
 }
 
-/* Listener thread: a text built after this call began, or NULL after the wait. */
+/* A connection's thread: a text built after this call began, or NULL after the wait. */
 static char *ask_loop(void)
 {
     struct timespec until;
@@ -212,12 +216,14 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char
  * the listener's 64 and a scraper gets no answer: on loopback, where every local user comes from
  * 127.0.0.1, a peer is the uid that opened the connection (common/tcpowner.h: the kernel's exact
  * look-up of the client's socket); elsewhere its address. One over its share is shut down unanswered
- * as it starts. Used by the listener's thread alone (its connections' start and end). */
+ * as it starts. Counted under listener.peers_mu: a connection starts on the listener's thread
+ * and ends on its own. A slot's key does not change while it counts a connection. */
 #define METRICS_PER_PEER 8
 #define PEER_LOCAL (1ull << 62) /* | its uid: a client on this machine */
 #define PEER_GONE (1ull << 61)  /* a local client the kernel no longer knows */
 #define PEER_REMOTE (1ull << 63) /* | a hash of its address: a client elsewhere */
 #define METRICS_CONNS 64
+#define METRICS_STACK (512u << 10) /* each connection's thread's: a scrape, an account's look-up */
 static struct peer_count {
     uint64_t key;
     unsigned n;                /* 0: a free place */
@@ -282,7 +288,7 @@ static struct peer_count *peer_of(uint64_t key, bool add)
     return add ? free_one : NULL;
 }
 
-/* Listener thread: whether metrics.readers keeps this connection's client out (e says why): one
+/* A connection's thread: whether metrics.readers keeps this connection's client out (e says why): one
  * on this machine is answered for root and those it lists, by its account and groups (look-ups
  * that are safe off the loop thread: core/account.h); one from elsewhere is the network's to
  * keep out. Every local user's connections come from this machine's addresses, jobs on
@@ -318,17 +324,24 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci)
             return;
-        struct peer_count *p = peer_of(peer_key(ci->connect_fd), true);
-        if (!p || p->n >= METRICS_PER_PEER) {
+        uint64_t key = peer_key(ci->connect_fd);
+        pthread_mutex_lock(&listener.peers_mu);
+        struct peer_count *p = peer_of(key, true);
+        bool over = !p || p->n >= METRICS_PER_PEER;
+        if (!over)
+            p->n++;
+        pthread_mutex_unlock(&listener.peers_mu);
+        if (over) {
             shutdown(ci->connect_fd, SHUT_RDWR); /* closed unanswered: its peer holds its share */
             return;
         }
-        p->n++;
         *socket_context = p;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         struct peer_count *p = *socket_context;
+        pthread_mutex_lock(&listener.peers_mu);
         if (p->n)
             p->n--;
+        pthread_mutex_unlock(&listener.peers_mu);
         *socket_context = NULL;
     }
 }
@@ -409,12 +422,17 @@ int metrics_listen_start(const char *hostport, const char *readers, const char *
     pthread_condattr_destroy(&ca);
     listener.stopping = false;
     listener.asked = listener.answered = 0;
-    /* signals stay with the loop thread (signalfd): the listener's thread blocks them all */
+    /* signals stay with the loop thread (signalfd): the listener's threads block them all (each
+     * connection's thread starts with its mask) */
     sigset_t old;
     thread_block_all(&old);
     memset(peers, 0, sizeof peers);
-    listener.mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_scrape, NULL,
-                                    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNS,
+    /* a thread per connection: a scrape waits for the loop's text on its own (the file's head) */
+    listener.mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+                                        MHD_USE_ERROR_LOG,
+                                    0, NULL, NULL, on_scrape, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+                                    MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNS,
+                                    MHD_OPTION_THREAD_STACK_SIZE, (size_t)METRICS_STACK,
                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_CONNECTION,
                                     on_connection, NULL, MHD_OPTION_END);
     thread_unblock(&old);

@@ -10,6 +10,10 @@ Each test failed before its fix:
    helper ended ends 5 s after its client's last read.
 3. One local user's idle connections to metrics.listen (127.0.0.1) filled its 64 and the backlog:
    a scrape got no answer. Each local user (by uid) holds at most 8 now.
+4. The listener's one thread waited for the loop's text for one scrape at a time: one local
+   user's 8 connections, each with a scrape waiting, held every other reader's scrape behind
+   theirs (root's took 0.9-2.1 s with an empty machine's 100 ms gap; up to 16 s with 2 s gaps).
+   Each connection has a thread now, and the scrapes waiting at once share the next text.
 """
 import io
 import json
@@ -245,3 +249,65 @@ def test_one_local_users_scrape_loop_does_not_hold_the_loop_building_texts(fresh
     assert answered >= 8, loop.stdout
     # the first text at once, then one per 100 ms at most (and the last scrape of root above)
     assert built <= elapsed / 0.1 + 3, f"{built} texts built in {elapsed:.2f} s for {answered} scrapes"
+
+
+# One connection each, every request of a round sent at once (pipelined): the listener always has
+# a scrape of this user's waiting on each of the 8 connections it allows it.
+_SCRAPE_PIPELINED = r"""
+import socket, sys, threading, time
+port, secs = int(sys.argv[1]), float(sys.argv[2])
+req = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 20
+def hog():
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(req)
+                while time.monotonic() < end and s.recv(65536):
+                    pass
+        except OSError:
+            time.sleep(0.05)
+ts = [threading.Thread(target=hog) for i in range(8)]
+for t in ts: t.start()
+print("started", flush=True)
+for t in ts: t.join()
+"""
+
+
+def test_one_local_users_scrapes_do_not_queue_another_readers_behind_them(fresh_daemon):
+    """The listener answered one scrape at a time: its one thread waited on the loop's next text
+    (built at most one per 100 ms, 9 times the last build's time, 2 s at most) for each in turn.
+    One local user (every local user may scrape while metrics.readers is unset) kept a scrape
+    waiting on each of its 8 connections, and Prometheus's scrape waited behind all of them: 8
+    gaps, 16 s on a machine whose text takes 0.2 s to build, past a scrape timeout. Scrapes that
+    wait together share one text now: a reader's scrape is answered with the next text."""
+    need_root()
+    need_setpriv()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    fresh_daemon(f"metrics:\n  listen: \"127.0.0.1:{port}\"\n")
+    import urllib.request
+    before = _texts_built(port)
+    hog = subprocess.Popen([*setpriv(OTHER), "/usr/bin/python3", "-c", _SCRAPE_PIPELINED, str(port), "6"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert hog.stdout.readline().strip() == "started"
+        time.sleep(0.5)
+        took = []
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=20) as r:
+                r.read()
+            took.append(time.monotonic() - t0)
+        built = _texts_built(port) - before
+    finally:
+        hog.kill()
+        hog.wait()
+    # each of root's scrapes waits for the next text (a gap at most, two when it came just as one
+    # was begun), however many of OTHER's wait with it; one after another, it waited for each of
+    # theirs too (about 9 gaps), and had about one text in 9
+    took.sort()
+    assert len(took) * 3 >= built, (f"root's scrapes got {len(took)} of {built} texts built in the meantime; "
+                                    f"they took {took[0]:.2f} to {took[-1]:.2f} s")
