@@ -1,8 +1,9 @@
 /* rnx console's link file (console_file.h). Where it goes: $XDG_RUNTIME_DIR (a tmpfs of the
  * user's, /run/user/UID, emptied at logout) when it is a directory of this user's that nobody
  * else may write to; else $HOME/.local/share/joblet, made 0700 (Jupyter's runtime directory is
- * ~/.local/share/jupyter/runtime). root under sudo -E keeps the user's XDG_RUNTIME_DIR, not
- * root's: owned by another uid, it is passed over for root's $HOME. The directory is held open
+ * ~/.local/share/jupyter/runtime). root under sudo -E keeps the user's XDG_RUNTIME_DIR and
+ * HOME: owned by another uid, both are passed over (a HOME of the caller's or root's is taken,
+ * as a user's own). The directory is held open
  * and the file made and removed through it (openat, unlinkat), so nobody who can rename a
  * directory above it moves either elsewhere. */
 #include <dirent.h>
@@ -113,6 +114,15 @@ static int home_dir(char *path, size_t cap, char *why, size_t whylen)
     int fd = open(h, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, whylen, "HOME %s: %s", h, strerror(errno));
+        return -1;
+    }
+    /* root under sudo -E has the user's HOME: what it made there (~/.local, root's) would be no
+     * use to the user's browser and would keep the user out of ~/.local */
+    struct stat hs;
+    if (fstat(fd, &hs) < 0 || (hs.st_uid != geteuid() && hs.st_uid != 0)) {
+        snprintf(why, whylen, "HOME %s is uid %u's, not uid %u's (sudo -E keeps the user's HOME)", h,
+                 (unsigned)hs.st_uid, (unsigned)geteuid());
+        close(fd);
         return -1;
     }
     snprintf(path, cap, "%s", strcmp(h, "/") ? h : "");

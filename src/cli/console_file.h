@@ -16,7 +16,8 @@ typedef struct console_file {
 
 /* Writes the file that sends a browser to url, in $XDG_RUNTIME_DIR when it is an absolute
  * directory owned by this user and not writable by group or others, else in
- * $HOME/.local/share/joblet (made 0700). The file is new (O_CREAT|O_EXCL|O_NOFOLLOW), mode
+ * $HOME/.local/share/joblet (made 0700; not in a HOME owned by another uid than this user's or
+ * root's: root's under sudo -E). The file is new (O_CREAT|O_EXCL|O_NOFOLLOW), mode
  * 0600. Removes files that consoles which are gone left there. 0, or -1 with why (a clause:
  * "HOME is not set") and f->dirfd -1. */
 int console_file_make(console_file *f, const char *url, char *why, size_t whylen);

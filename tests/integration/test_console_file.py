@@ -134,6 +134,30 @@ def test_without_a_private_directory_only_the_link_and_why(daemon, user_dirs, tm
     assert os.listdir(target) == [] and os.listdir(ro) == []
 
 
+def test_root_under_sudo_E_leaves_the_users_home_alone(daemon, user_dirs):
+    """sudo -E keeps the user's HOME as well as their XDG_RUNTIME_DIR. root passed over the
+    XDG_RUNTIME_DIR (not its own) but walked the user's HOME and made ~/.local/share/joblet
+    there, root's, 0700: a file no browser of the user's can open, in a directory that made each
+    later console of the user's say "not a directory of uid N's" and print no file. A HOME that
+    is another user's (neither the caller's nor root's) is passed over too now: no file, said
+    why, nothing made in it."""
+    run, home = user_dirs(), user_dirs(0o755)
+    con = Console(daemon, env=env_of(XDG_RUNTIME_DIR=run, HOME=home))
+    try:
+        assert con.file is None, (con.line, os.listdir(home))
+        assert f"HOME {home} is uid {UID}'s" in con.line and "paste this link" in con.line, con.line
+        assert con.sign_in()
+    finally:
+        assert ended(con, signal.SIGINT) == -signal.SIGINT
+    assert os.listdir(home) == [] and os.listdir(run) == []
+    # the user's own console there still gets its file
+    con = Console(daemon, uid=UID, env=env_of(HOME=home))
+    try:
+        check_file(con, os.path.join(home, ".local", "share", "joblet"))
+    finally:
+        con.stop()
+
+
 def cmdlines():
     out = {}
     for pid in os.listdir("/proc"):
