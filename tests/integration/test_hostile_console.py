@@ -10,6 +10,7 @@
 7. An idle connection costs the console's owner no process: the head is read and checked in
    the console's one process; only a request that passes forks, and those are bounded too.
 """
+import concurrent.futures
 import json
 import re
 import os
@@ -469,3 +470,39 @@ def test_another_user_cannot_listen_on_the_consoles_port_on_ipv6_loopback(daemon
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_cross_site_sign_in_is_not_kept_and_works_once(daemon):
+    """The sign-in as a navigation from the link's file (Sec-Fetch-Site: cross-site) is answered
+    with a page that holds the page's key: it must not be stored (Cache-Control: no-store; the
+    key goes on in a fragment, no Referer), nor run anything (CSP default-src 'none'). Another
+    user's cross-site tries, with a wrong token, with none, or as a subresource, take nothing and
+    spend nothing; the token raced from several connections at once signs in one of them."""
+    nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    con = Console(daemon, uid=UID)
+    try:
+        wrong = "0" * 64 if con.token != "0" * 64 else "1" * 64
+        sub = {**nav, "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "iframe"}
+        assert as_other_user(con, [["GET", f"/?token={wrong}", nav, None], ["GET", "/", nav, None],
+                                   ["GET", f"/?token={con.token}", sub, None]]) == [401, 403, 403]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda _: con.request("GET", f"/?token={con.token}", nav), range(4)))
+        statuses = sorted(r.status for r, _ in got)
+        assert statuses == [200, 401, 401, 401], statuses
+        r, page = next((r, page) for r, page in got if r.status == 200)
+        assert r.getheader("Cache-Control") == "no-store" and r.getheader("Location") is None
+        assert r.getheader("Content-Security-Policy") == "default-src 'none'"
+        assert r.getheader("Content-Type").startswith("text/html")
+        cookie = r.getheader("Set-Cookie")
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
+        page = page.decode()
+        key = re.search(r'content="0;url=/#key=([0-9a-f]{64})"', page).group(1)
+        assert '<meta name="referrer" content="no-referrer">' in page and "<script" not in page
+        assert page.count(key) == 2 and con.token not in page
+        # the key and cookie are the session's: the API answers them, from the console's origin
+        jar = cookie.split(";")[0]
+        r, _ = con.request("GET", "/v1/jobs", {"Cookie": jar, "X-Console-Key": key, "Sec-Fetch-Site": "same-origin"})
+        assert r.status == 200
+        assert as_other_user(con, [["GET", f"/?token={con.token}", nav, None]]) == [401]
+    finally:
+        con.stop()
