@@ -223,7 +223,7 @@ static enum MHD_Result on_scrape(void *cls, struct MHD_Connection *c, const char
 #define PEER_GONE (1ull << 61)  /* a local client the kernel no longer knows */
 #define PEER_REMOTE (1ull << 63) /* | a hash of its address: a client elsewhere */
 #define METRICS_CONNS 64
-#define METRICS_STACK (512u << 10) /* each connection's thread's: a scrape, an account's look-up */
+#define METRICS_STACK (1u << 20) /* each connection's thread's: a scrape, an account's look-up (NSS) */
 static struct peer_count {
     uint64_t key;
     unsigned n;                /* 0: a free place */
