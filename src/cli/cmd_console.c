@@ -66,7 +66,7 @@
 #define FLAG_MAX 4096
 
 static const char console_help[] =
-    "Usage: rnx console [--node NAME] [--port N] [--max-pending N] [--max-connections N]\n"
+    "Usage: rnx console [--node NAME] [--port N] [--max-pending N] [--max-connections N] [--open]\n"
     "\n"
     "Serves joblet's web console to a browser on this machine: listens on 127.0.0.1:N and\n"
     "[::1]:N (any free port by default) as you, and carries the browser's requests to joblet's\n"
@@ -94,6 +94,8 @@ static const char console_help[] =
     "                        oldest is closed); they cost no process\n"
     "  --max-connections N   requests carried to joblet at once, each by a process of yours\n"
     "                        (default 64; past it 503)\n"
+    "  --open                start your browser on the link's file ($BROWSER, as Python's webbrowser\n"
+    "                        reads it: %s for the path; else xdg-open); never on the link itself\n"
     "\n"
     "Reaching it from another machine: ssh -L 8080:127.0.0.1:N host, then open the URL with\n"
     "port 8080 (its host name as printed).\n";
@@ -251,11 +253,17 @@ static void answer(pending *p, const char *status, const char *extra, const char
     p->since = mono_ms();
 }
 
+static pid_t browser;   /* --open's browser while it runs: not a connection's child */
+
 static void reap(void)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        if (nchildren)
+    pid_t pid;
+    while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
+        if (pid == browser)
+            browser = 0;
+        else if (nchildren)
             nchildren--;
+    }
 }
 
 /* The head of p is in (end: where its "\r\n\r\n" starts): check it, then answer, or fork
@@ -541,10 +549,12 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
                                          {"port", required_argument, NULL, 'p'},
                                          {"max-pending", required_argument, NULL, 'P'},
                                          {"max-connections", required_argument, NULL, 'C'},
+                                         {"open", no_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
     uint64_t port = 0;
     int o, rc;
+    bool open_it = false;
     optind = 0;
     while ((o = rnx_getopt(argc, argv, "h", opts, "rnx console")) != -1) {
         switch (o) {
@@ -568,6 +578,7 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
             if ((rc = cmd_node_target(ctx, false)) != RNX_OK)
                 return rc;
             break;
+        case 'o': open_it = true; break;
         case 'h': fputs(console_help, stdout); return RNX_OK;
         default: return RNX_USAGE;
         }
@@ -635,6 +646,15 @@ int cmd_console(rnx_ctx *ctx, int argc, char **argv)
     printf("The link works once, in one browser tab, which then holds the session. Ctrl-C stops the console%s.\n",
            file ? " and removes the file" : "");
     fflush(stdout);
+    if (open_it) {
+        /* the file only: the link on a browser's command line is what the file is for avoiding */
+        pid_t pid = file ? console_file_open(&link_file, getenv("BROWSER"), &old, why, sizeof why) : -1;
+        if (pid > 0)
+            browser = pid;
+        else
+            fprintf(stderr, "rnx console: --open: %s%s; open %s yourself\n", file ? "" : "no file to open: ", why,
+                    file ? "the file" : "the link by pasting it");
+    }
     int ended = 0;
     rc = serve(&sigs, &old, &ended);
     console_file_remove(&link_file);

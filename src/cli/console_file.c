@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,4 +261,86 @@ void console_file_remove(console_file *f)
     unlinkat(f->dirfd, f->name, 0);
     close(f->dirfd);
     f->dirfd = -1;
+}
+
+/* The browser's command line, as Python's webbrowser module reads $BROWSER: its first entry (a
+ * ':' separates others), words split at blanks, "%s" in a word replaced by the path, or the path
+ * added as the last word where no word has it; xdg-open where BROWSER is unset or empty. 0, or -1
+ * with why where it does not fit (argv holds max words, buf cap bytes). */
+int console_file_browser_argv(const char *browser, const char *path, char **argv, size_t max, char *buf, size_t cap,
+                              char *why, size_t whylen)
+{
+    if (!browser || !*browser || *browser == ':')
+        browser = "xdg-open";
+    size_t n = 0, used = 0;
+    bool placed = false;
+    const char *p = browser;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || *p == ':')
+            break;
+        if (n + 3 > max) { /* the word, the path, NULL */
+            snprintf(why, whylen, "BROWSER has more than %zu words", max - 2);
+            return -1;
+        }
+        argv[n++] = buf + used;
+        for (; *p && *p != ' ' && *p != '\t' && *p != ':'; p++) {
+            const char *piece = p;
+            size_t len = 1;
+            if (p[0] == '%' && p[1] == 's') {
+                piece = path, len = strlen(path), placed = true, p++;
+            }
+            if (used + len + 1 >= cap) {
+                snprintf(why, whylen, "BROWSER and the file's path are too long together");
+                return -1;
+            }
+            memcpy(buf + used, piece, len);
+            used += len;
+        }
+        buf[used++] = 0;
+    }
+    if (!n) {
+        snprintf(why, whylen, "BROWSER names no command");
+        return -1;
+    }
+    if (!placed)
+        argv[n++] = (char *)path;
+    argv[n] = NULL;
+    return 0;
+}
+
+pid_t console_file_open(const console_file *f, const char *browser, const sigset_t *mask, char *why, size_t whylen)
+{
+    char *argv[18], buf[2 * PATH_MAX + 1024];
+    if (console_file_browser_argv(browser, f->path, argv, sizeof argv / sizeof *argv, buf, sizeof buf, why,
+                                  whylen) < 0)
+        return -1;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_init(&fa);
+    sigset_t dfl;
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    sigaddset(&dfl, SIGINT);
+    sigaddset(&dfl, SIGTERM);
+    sigaddset(&dfl, SIGHUP);
+    sigaddset(&dfl, SIGCHLD);
+    /* its own process group: Ctrl-C in the terminal ends the console, not the user's browser;
+     * the console's signal mask as it was before the console blocked its signals */
+    posix_spawnattr_setsigdefault(&at, &dfl);
+    posix_spawnattr_setsigmask(&at, mask);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc) {
+        snprintf(why, whylen, "cannot start '%s': %s", argv[0], strerror(rc));
+        return -1;
+    }
+    return pid;
 }

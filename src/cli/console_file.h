@@ -6,7 +6,9 @@
 #define JOBLET_CONSOLE_FILE_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct console_file {
     int dirfd;                 /* the private directory, held open: -1 none */
@@ -28,6 +30,17 @@ void console_file_remove(console_file *f);
 /* "file://" and path, its bytes other than A-Z a-z 0-9 - . _ ~ / percent-encoded: the number of
  * bytes written (out is NUL-terminated), 0 where cap is too small. */
 size_t console_file_uri(const char *path, char *out, size_t cap);
+
+/* rnx console --open: starts the user's browser on f's file (never on the link: its arguments
+ * are every local user's to read), as $BROWSER says (Python's webbrowser module's reading: its
+ * first ':'-separated entry, "%s" replaced by the path or the path added last), else xdg-open;
+ * stdin /dev/null, its own process group, mask as its signal mask. Its pid (the caller reaps
+ * it), or -1 with why. */
+pid_t console_file_open(const console_file *f, const char *browser, const sigset_t *mask, char *why, size_t whylen);
+
+/* That command line, in argv (max entries, NULL-terminated) over buf (cap bytes): 0, or -1 with why. */
+int console_file_browser_argv(const char *browser, const char *path, char **argv, size_t max, char *buf, size_t cap,
+                              char *why, size_t whylen);
 
 /* s with & < > " ' as HTML character references: the length written, 0 where cap is too small. */
 size_t console_file_html(const char *s, char *out, size_t cap);

@@ -84,7 +84,7 @@ class Console:
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
-        err = self.p.stderr.read()
+        err = self.err = self.p.stderr.read()
         for mark in SANITIZER_MARKS:
             assert mark not in err, err
 

@@ -12,6 +12,7 @@ import tempfile
 
 import pytest
 
+from conftest import wait_for
 from console_util import Console
 
 UID = 4331
@@ -218,3 +219,53 @@ def test_chromium_opened_on_the_file_signs_in_without_the_token_on_its_command_l
             drv.quit()
         assert ended(con, signal.SIGINT) == -signal.SIGINT
     assert not os.path.exists(con.file)
+
+
+_BROWSER = """#!/bin/sh
+# a stand-in for the user's browser: what it was started with, and how
+{ printf '%s\\n' "$@"; echo "--"; awk '{print $5}' /proc/$$/stat; echo $$; readlink /proc/$$/fd/0; } > "$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+"""
+
+
+def test_open_starts_the_browser_on_the_file_never_on_the_link(daemon, user_dirs):
+    """--open starts $BROWSER (its first entry, words at blanks, the path added last) on the file,
+    as the user, in a process group of its own (Ctrl-C in the terminal ends the console, not the
+    browser), stdin /dev/null; it is reaped when it ends. Without a file it starts nothing and says
+    why: the link never goes on a command line."""
+    run, bin_ = user_dirs(), user_dirs(0o755)
+    browser, out = os.path.join(bin_, "browser"), os.path.join(run, "opened")
+    with open(browser, "w") as f:
+        f.write(_BROWSER)
+    os.chmod(browser, 0o755)
+    con = Console(daemon, uid=UID, args=["--open"],
+                  env=env_of(XDG_RUNTIME_DIR=run, HOME="/nonexistent", OUT=out,
+                             BROWSER=f"{browser} --new-window:firefox"))
+    try:
+        wait_for(lambda: os.path.exists(out), "the browser stand-in to be started")
+        args, how = open(out).read().split("--\n")
+        assert args.splitlines() == ["--new-window", con.file], args
+        assert con.token not in args
+        pgrp, pid, stdin = how.split()
+        assert pgrp == pid and int(pgrp) != os.getpgid(con.p.pid), how
+        assert stdin == "/dev/null", how
+
+        def zombies():
+            kids = []
+            for t in os.listdir(f"/proc/{con.p.pid}/task"):
+                kids += open(f"/proc/{con.p.pid}/task/{t}/children").read().split()
+            return [k for k in kids if open(f"/proc/{k}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"]
+        wait_for(lambda: not zombies(), "the browser's exit to be reaped")
+        assert con.sign_in()
+    finally:
+        con.stop()
+    # no file: nothing started, and why
+    os.unlink(out)
+    con = Console(daemon, uid=UID, args=["--open"], env=env_of(OUT=out, BROWSER=browser))
+    try:
+        assert con.file is None and con.sign_in()
+    finally:
+        con.stop()
+    assert not os.path.exists(out)
+    assert ("--open: no file to open: XDG_RUNTIME_DIR is not set; HOME is not set; open the link by pasting it "
+            "yourself") in con.err, con.err

@@ -70,11 +70,43 @@ static void test_made_private_and_removed(void **state)
     rmdir(d.dir);
 }
 
+/* $BROWSER as Python's webbrowser module reads it: the first entry, %s or the path last */
+static void test_browser_command_line(void **state)
+{
+    (void)state;
+    char *argv[6], buf[256], why[128];
+    assert_int_equal(console_file_browser_argv(NULL, "/r/f.html", argv, 6, buf, sizeof buf, why, sizeof why), 0);
+    assert_string_equal(argv[0], "xdg-open");
+    assert_string_equal(argv[1], "/r/f.html");
+    assert_null(argv[2]);
+    assert_int_equal(console_file_browser_argv("  chromium  --new-window:firefox", "/r/f.html", argv, 6, buf,
+                                               sizeof buf, why, sizeof why), 0);
+    assert_string_equal(argv[0], "chromium");
+    assert_string_equal(argv[1], "--new-window");
+    assert_string_equal(argv[2], "/r/f.html");
+    assert_null(argv[3]);
+    assert_int_equal(console_file_browser_argv("br --app=%s x", "/r/f.html", argv, 6, buf, sizeof buf, why,
+                                               sizeof why), 0);
+    assert_string_equal(argv[1], "--app=/r/f.html");
+    assert_string_equal(argv[2], "x");
+    assert_null(argv[3]);   /* the path was placed: not added again */
+    assert_int_equal(console_file_browser_argv(":firefox", "/p", argv, 6, buf, sizeof buf, why, sizeof why), 0);
+    assert_string_equal(argv[0], "xdg-open");   /* an empty first entry: as unset */
+    assert_int_equal(console_file_browser_argv("  ", "/p", argv, 6, buf, sizeof buf, why, sizeof why), -1);
+    assert_non_null(strstr(why, "no command"));
+    assert_int_equal(console_file_browser_argv("a b c d", "/p", argv, 6, buf, sizeof buf, why, sizeof why), 0);
+    assert_int_equal(console_file_browser_argv("a b c d e", "/p", argv, 6, buf, sizeof buf, why, sizeof why), -1);
+    assert_non_null(strstr(why, "more than 4 words"));
+    assert_int_equal(console_file_browser_argv("a %s%s%s", "/a/long/path", argv, 6, buf, 24, why, sizeof why), -1);
+    assert_non_null(strstr(why, "too long"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escapes),
         cmocka_unit_test(test_made_private_and_removed),
+        cmocka_unit_test(test_browser_command_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
