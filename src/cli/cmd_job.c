@@ -1290,13 +1290,19 @@ static int job_status(rnx_ctx *ctx, int argc, char **argv)
         print_json(job);
     } else {
         print_job(job, stdout);
-        if (detail && !json_is_object(json_object_get(job, "detail")))
+        json_t *tasks = json_object_get(job, "tasks");
+        if (detail && json_is_array(tasks)) { /* ID_[3-5]: each task's history is its own */
+            json_t *a = json_object_get(json_array_get(tasks, 0), "array");
+            fprintf(stderr, "rnx: job status --detail: a history is one job's: name one task (rnx job status --detail "
+                            "%s)\n", jstr(a, "ref") ? jstr(a, "ref") : "ID_N");
+            rc = RNX_FAIL;
+        } else if (detail && !json_is_object(json_object_get(job, "detail")))
             fputs("rnx: joblet sent no detail for this job (a joblet older than rnx?)\n", stderr);
         else if (detail)
             print_detail(job, stdout);
     }
     json_decref(job);
-    return RNX_OK;
+    return rc;
 }
 
 /* rnx job attach: the job's terminal here again, as run -it had it (cmd_term.c). */

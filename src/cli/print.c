@@ -948,10 +948,67 @@ static void print_array(json_t *job, FILE *f)
     print_command_owner_created(job, f);
 }
 
+/* The "Array task:" line of a task (its "array" object), made or not. */
+static void print_array_task(json_t *ta, FILE *f)
+{
+    int64_t t = -1, v;
+    if (!json_is_object(ta))
+        return;
+    jint(ta, "task", &t);
+    key(f, "Array task:");
+    print_textf(f, "%s (task %lld of array %s", jstr(ta, "ref") ? jstr(ta, "ref") : "-", (long long)t,
+                jstr(ta, "id") ? jstr(ta, "id") : "-");
+    if (jint(ta, "number", &v))
+        print_textf(f, ", SLURM_ARRAY_JOB_ID=%lld", (long long)v);
+    put_line(f, ")");
+}
+
+/* A task not made yet (rnx job status ID_7 before task 7 started: "kind": "task"): no job yet,
+ * so no name, command, GPUs or limits of its own to show (as a job's lines they read "none"):
+ * it is made with its array's request. */
+static void print_task_unmade(json_t *task, FILE *f)
+{
+    json_t *ta = json_object_get(task, "array");
+    key(f, "UUID:");
+    put_line(f, jstr(task, "id") ? jstr(task, "id") : "-");
+    key(f, "Status:");
+    put_line(f, jstr(task, "status") ? jstr(task, "status") : "-");
+    print_array_task(ta, f);
+    key(f, "Request:");
+    print_textf(f, "its array's, when it is made (rnx job status %.8s)\n", jstr(ta, "id") ? jstr(ta, "id") : "-");
+    if (jstr(task, "wait_reason")) {
+        key(f, "Waiting:");
+        put_line(f, jstr(task, "wait_reason"));
+    }
+}
+
+/* Several tasks (rnx job status ID_[3-5]: {"array", "tasks", "truncated"}): each as one task is
+ * shown, a blank line between them, as scontrol show job prints each job of an array. */
+static void print_tasks(json_t *answer, FILE *f)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(answer, "tasks"), i, t) {
+        if (i)
+            fputc('\n', f);
+        print_job(t, f);
+    }
+    if (json_is_true(json_object_get(answer, "truncated")))
+        fputs("rnx: joblet sent only some of the tasks named; name fewer (or see rnx job status --json)\n", stderr);
+}
+
 void print_job(json_t *job, FILE *f)
 {
     if (jstr(job, "kind") && !strcmp(jstr(job, "kind"), "array")) {
         print_array(job, f);
+        return;
+    }
+    if (json_is_array(json_object_get(job, "tasks"))) {
+        print_tasks(job, f);
+        return;
+    }
+    if (jstr(job, "kind") && !strcmp(jstr(job, "kind"), "task")) {
+        print_task_unmade(job, f);
         return;
     }
     const char *status = jstr(job, "status");
@@ -984,17 +1041,7 @@ void print_job(json_t *job, FILE *f)
         print_textf(f, " (%s), job ", jstr(wf, "id") ? jstr(wf, "id") : "-");
         put_line(f, jstr(wf, "job") ? jstr(wf, "job") : "-");
     }
-    json_t *ta = json_object_get(job, "array");
-    if (json_is_object(ta)) {
-        int64_t t = -1;
-        jint(ta, "task", &t);
-        key(f, "Array task:");
-        print_textf(f, "%s (task %lld of array %s", jstr(ta, "ref") ? jstr(ta, "ref") : "-", (long long)t,
-                    jstr(ta, "id") ? jstr(ta, "id") : "-");
-        if (jint(ta, "number", &v))
-            print_textf(f, ", SLURM_ARRAY_JOB_ID=%lld", (long long)v);
-        put_line(f, ")");
-    }
+    print_array_task(json_object_get(job, "array"), f);
     print_after(job, f);
     json_t *sl = json_object_get(job, "slurm");
     if (json_is_object(sl)) {

@@ -56,7 +56,8 @@ bool job_elapsed_ms(json_t *job, int64_t *ms);
 void print_json(json_t *v);
 
 /* The key: value block of `rnx job status`. */
-/* A job, or a job array ("kind": "array") as one object. */
+/* A job, a job array ("kind": "array") as one object, a task not made yet ("kind": "task"), or
+ * several tasks (ID_[3-5]: "tasks"), each as a job. */
 void print_job(json_t *job, FILE *f);
 /* An array's tasks by state ("2 COMPLETED, 8 RUNNING, 90 QUEUED") from its "array" object. */
 void print_array_counts(json_t *arr, char *out, size_t len);

@@ -247,6 +247,32 @@ def test_task_references_and_cancel_before_they_start(d):
     d.rnx("job", "delete", aid, check=True)
 
 
+def test_status_of_tasks_by_reference(d):
+    """rnx job status ID_[LIST] shows each task named (as scontrol show job 123_[3-5] shows each
+    record): it printed the list as one job, every line '-' ("task -1"), exit 0; and a task not
+    made yet as what it is (no name, command, GPUs or limits of its own yet: they were printed as
+    "Command: ''", "GPUs: none", "Limits: none", where the array's request has them)."""
+    a = submit_array(d, "0-6:2%1", "sleep", "60", name="refs", max_runtime_s=3600)
+    aid, short = a["id"], a["id"][:8]
+    d.wait_status(f"{short}_0", "RUNNING")
+    r = d.rnx("job", "status", f"{short}_4", check=True)
+    assert "UUID:" in r.stdout and f"{short}_4" in r.stdout and "Status: " in r.stdout, r.stdout
+    assert f"task 4 of array {aid}" in r.stdout and f"its array's, when it is made (rnx job status {short})" in r.stdout, r.stdout
+    for lie in ("Command: ''", "GPUs: none", "Limits: none"):
+        assert lie not in r.stdout, r.stdout
+    r = d.rnx("job", "status", f"{short}_[0-4:2]", check=True)
+    assert "task -1" not in r.stdout and "UUID: -" not in r.stdout, r.stdout
+    for t in (0, 2, 4):
+        assert f"(task {t} of array {aid}" in r.stdout, r.stdout
+    assert "Command: sleep 60" in r.stdout and r.stdout.count("\n\nUUID:") == 2, r.stdout
+    r = d.rnx("job", "status", "--detail", f"{short}_[0-2:2]")
+    assert r.returncode == 1 and f"name one task (rnx job status --detail {short}_0)" in r.stderr, r.stderr
+    assert "older than rnx" not in r.stderr, r.stderr
+    d.rnx("job", "stop", aid, check=True)
+    wait_array(d, aid)
+    d.rnx("job", "delete", aid, check=True)
+
+
 def test_cancel_in_a_list_that_does_not_ascend_counts_each_task_once(d):
     """A list written "9,1-3": task 9 runs first and completes, task 1 runs; a cancel naming
     1-3 and 9 cancels 2 and 3 before they are made and leaves 9 (made, COMPLETED) as it was: four
