@@ -79,6 +79,26 @@ static bool first_missing(const arrayspec *tasks, const arrayspec *spec, uint32_
     return false;
 }
 
+/* ref is no job's, and before its last '_' an array's: a task reference typed wrong ("3f2a_",
+ * "3f2a_[", "3f2a_[]", "3f2a_x"), said so with the forms a task takes and the array's tasks,
+ * rather than as a job of that name missing. e unchanged otherwise. */
+static void jobref_bad_tasks(const char *ref, const caller *who, enum idref_want want, jerr *e)
+{
+    const char *us = strrchr(ref, '_');
+    char base[160];
+    if (!us || us == ref || (size_t)(us - ref) >= sizeof base)
+        return;
+    memcpy(base, ref, (size_t)(us - ref));
+    base[us - ref] = 0;
+    jobref b;
+    jerr be = {0};
+    if (find_plain(base, who, want, &b, &be) < 0 || !b.a)
+        return;
+    jerr_field(e, "tasks", "'%s' is not a task of array %s: name a task as %s_N or several as %s_[LIST] (Slurm's "
+                           "--array syntax: %s_[3-5,9]); its tasks are %s", ref, b.a->id, base, base, base,
+               b.a->req.array);
+}
+
 int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref *out, jerr *e)
 {
     memset(out, 0, offsetof(jobref, tasks));
@@ -124,7 +144,11 @@ int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref
             return 0;
         }
     }
-    return find_plain(ref, who, want, out, e);
+    if (find_plain(ref, who, want, out, e) == 0)
+        return 0;
+    if (e->http == 404 && form == 0)
+        jobref_bad_tasks(ref, who, want, e);
+    return -1;
 }
 
 /* What a request on one job reads or makes, in a user's words, with the rnx command that makes it

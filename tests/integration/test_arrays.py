@@ -273,6 +273,29 @@ def test_status_of_tasks_by_reference(d):
     d.rnx("job", "delete", aid, check=True)
 
 
+def test_malformed_task_references_say_so(d):
+    """A task reference typed wrong (ID_, ID_[, ID_[], ID_x of an array, by id or name) is refused
+    as one, 400 on field tasks, with the forms a task takes and the array's tasks: it was "no job
+    named '3f2a1b2c_['" (404), as if no array were there. A name with no array before its '_'
+    is still a job's name missing."""
+    a = submit_array(d, "0-6:2", "true", name="badrefs")
+    aid, short = a["id"], a["id"][:8]
+    wait_array(d, aid)
+    for ref in (f"{short}_", f"{short}_[", f"{short}_[]", f"{short}_x", "badrefs_"):
+        r = d.rnx("job", "status", ref)
+        assert r.returncode == 1 and f"'{ref}' is not a task of array {aid}" in r.stderr, (ref, r.stderr)
+        assert "_N or several as" in r.stderr and "its tasks are 0-6:2" in r.stderr, r.stderr
+        code, e = d.api("GET", f"/v1/jobs/{ref.replace('[', '%5B').replace(']', '%5D')}")
+        assert code == 400 and e["error"]["field"] == "tasks", (ref, e)
+    r = d.rnx("job", "wait", f"{short}_[")
+    assert r.returncode == 125 and "is not a task of array" in r.stderr, r.stderr
+    r = d.rnx("job", "run", f"--after={short}_x", "true")
+    assert r.returncode != 0 and f"'{short}_x' is not a task of array" in r.stderr, r.stderr
+    r = d.rnx("job", "status", "nosuch_3")
+    assert r.returncode == 1 and "no job named 'nosuch_3'" in r.stderr, r.stderr
+    d.rnx("job", "delete", aid, check=True)
+
+
 def test_cancel_in_a_list_that_does_not_ascend_counts_each_task_once(d):
     """A list written "9,1-3": task 9 runs first and completes, task 1 runs; a cancel naming
     1-3 and 9 cancels 2 and 3 before they are made and leaves 9 (made, COMPLETED) as it was: four
