@@ -25,6 +25,7 @@ static const char wait_help[] =
     "\n"
     "Waits until every job named has ended (COMPLETED, FAILED, STOPPED or CANCELED) and prints\n"
     "each end as it happens (short id, state, exit code), like Slurm's sbatch --wait.\n"
+    "An array's tasks: ID_7, or ID_[3-5] for each task of the list.\n"
     "A job that has ended already counts at once.\n"
     "\n"
     "Exit status:\n"
@@ -75,6 +76,36 @@ static bool terminal(const char *status)
 {
     return status && (!strcmp(status, "COMPLETED") || !strcmp(status, "FAILED") || !strcmp(status, "STOPPED") ||
                       !strcmp(status, "CANCELED"));
+}
+
+/* One job (or task) of get_job's answer to wait for: by its full id, a task not made yet as
+ * ARRAY_T (by its array's full id) until it is; one named twice is waited for once. */
+static void wait_add(wait_state *w, size_t *cap, json_t *job)
+{
+    if (w->n == *cap) {
+        *cap = *cap * 2 + 8;
+        w->jobs = xrealloc(w->jobs, *cap * sizeof *w->jobs);
+        memset(w->jobs + w->n, 0, (*cap - w->n) * sizeof *w->jobs);
+    }
+    waited *j = &w->jobs[w->n++];
+    j->id = xstrdup(json_string_value(json_object_get(job, "id")) ? json_string_value(json_object_get(job, "id")) : "");
+    json_t *arr = json_object_get(job, "array");
+    const char *aid = json_string_value(json_object_get(arr, "id"));
+    if (json_is_false(json_object_get(job, "made")) && aid && json_is_integer(json_object_get(arr, "task"))) {
+        /* a task not made yet: ARRAY_T, by the array's full id, until it is */
+        j->array = xstrdup(aid);
+        j->task = json_integer_value(json_object_get(arr, "task"));
+        free(j->id);
+        if (asprintf(&j->id, "%s_%lld", aid, (long long)j->task) < 0)
+            abort();
+    }
+    w->left++;
+    for (size_t k = 0; k + 1 < w->n; k++)
+        if (!strcmp(w->jobs[k].id, j->id)) { /* named twice: waited for once */
+            j->ended = true;
+            w->left--;
+            break;
+        }
 }
 
 /* GET the job: its JSON, or NULL with *e saying why (e->http 0: joblet did not answer). */
@@ -262,8 +293,8 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
     if (optind >= argc)
         return rnx_usage("job wait: missing ID; usage: rnx job wait [--timeout=DURATION] [-q] ID...");
     wait_state w = {.ctx = ctx, .quiet = quiet};
-    w.n = (size_t)(argc - optind);
-    w.jobs = xcalloc(w.n, sizeof *w.jobs);
+    size_t nargs = (size_t)(argc - optind), cap = nargs;
+    w.jobs = xcalloc(cap, sizeof *w.jobs);
     int rc = RNX_OK;
     /* each ID resolved once (a prefix or a name), then followed by its full id */
     if (timeout_s) {
@@ -271,7 +302,7 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
         alarm(timeout_s > 86400u * 365 ? 86400u * 365 : (unsigned)timeout_s);
     }
     bool said = false, reached = false;
-    for (size_t i = 0; i < w.n; i++) {
+    for (size_t i = 0; i < nargs; i++) {
         jerr ge = {0};
         json_t *job = get_job(ctx, argv[optind + (int)i], &ge);
         /* joblet took the question and went away (killed, restarting), or, once it was reached,
@@ -287,34 +318,25 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
             i--;
             continue;
         }
-        const char *id = json_string_value(json_object_get(job, "id"));
+        json_t *tasks = json_object_get(job, "tasks");
         if (!job)
             rnx_fail("job wait: %s", ge.msg);
-        else if (!id) /* ID_[LIST]: several tasks */
-            rnx_fail("job wait: '%s' names several tasks of an array; wait for the whole array (its id) or name "
-                     "each task (ID_3 ID_4)", argv[optind + (int)i]);
-        if (!id) {
+        else if (json_is_true(json_object_get(job, "truncated"))) /* ID_[LIST] past what one answer lists */
+            rnx_fail("job wait: '%s' names more tasks than joblet lists at once (%zu); wait for the whole array "
+                     "(its id) or name fewer", argv[optind + (int)i], json_array_size(tasks));
+        if (!job || json_is_true(json_object_get(job, "truncated"))) {
             json_decref(job);
             rc = WAIT_FAILED;
             goto out;
         }
-        w.jobs[i].id = xstrdup(id);
-        json_t *arr = json_object_get(job, "array");
-        const char *aid = json_string_value(json_object_get(arr, "id"));
-        if (json_is_false(json_object_get(job, "made")) && aid && json_is_integer(json_object_get(arr, "task"))) {
-            /* a task not made yet: ARRAY_T, by the array's full id, until it is */
-            w.jobs[i].array = xstrdup(aid);
-            w.jobs[i].task = json_integer_value(json_object_get(arr, "task"));
-            free(w.jobs[i].id);
-            if (asprintf(&w.jobs[i].id, "%s_%lld", aid, (long long)w.jobs[i].task) < 0)
-                abort();
+        if (json_is_array(tasks)) { /* ID_[LIST]: each task named, as if named one by one */
+            size_t k;
+            json_t *t;
+            json_array_foreach(tasks, k, t)
+                wait_add(&w, &cap, t);
+        } else {
+            wait_add(&w, &cap, job);
         }
-        w.left++;
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(w.jobs[k].id, id)) { /* named twice: waited for once */
-                w.jobs[i].ended = true;
-                w.left--;
-            }
         json_decref(job);
     }
     while (w.left) {

@@ -664,6 +664,26 @@ def test_rnx_job_wait_for_an_array(d):
         d.rnx("job", "delete", x, check=True)
 
 
+def test_rnx_job_wait_for_tasks_by_list(d):
+    """rnx job wait ID_[LIST] waits for each task of the list, made or not yet, as if each were
+    named (it was refused: "names several tasks of an array ... (ID_3 ID_4)"), exit status the
+    highest of theirs; a task named twice is waited for once; a task the array lacks: 125."""
+    aid = d.rnx("job", "run", "--array=0-5%2", "sh", "-c", "sleep 0.3; exit $SLURM_ARRAY_TASK_ID",
+                check=True).stdout.strip()
+    short = aid[:8]
+    r = d.rnx("job", "wait", f"{short}_[1-3]", f"{short}_2", timeout=120)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    assert sorted(ln.split()[1:] for ln in r.stdout.splitlines()) == [["FAILED", "exit", str(t)] for t in (1, 2, 3)], r.stdout
+    for t in (1, 2, 3):
+        assert d.job(f"{short}_{t}")["status"] == "FAILED"
+    r = d.rnx("job", "wait", f"{short}_[0,4-5:1]", timeout=120)
+    assert r.returncode == 5 and len(r.stdout.splitlines()) == 3, (r.returncode, r.stdout, r.stderr)
+    r = d.rnx("job", "wait", f"{short}_[4-9]")
+    assert r.returncode == 125 and "has no task 6" in r.stderr, r.stderr
+    wait_array(d, aid)
+    d.rnx("job", "delete", aid, check=True)
+
+
 def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
     """rnx job update ARRAY (Slurm's scontrol update JobId=A ArrayTaskThrottle=N / TimeLimit=...):
     the %N changes at once and across kill -9; a change reaches the tasks made from then on and
