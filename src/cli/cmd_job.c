@@ -663,8 +663,11 @@ static int run_flag(run_req *r, int c, const char *arg)
     if (c == O_DEPENDENCY) {
         if (utf8_or_usage("--dependency", arg) != 0)
             return RNX_USAGE;
-        if (jobreq_set_text(&r->req, &jobreq_fields[JR_AFTER], arg, time(NULL), &e) < 0)
-            return bad_flag(&e);
+        if (jobreq_set_text(&r->req, &jobreq_fields[JR_AFTER], arg, time(NULL), &e) < 0) {
+            char msg[sizeof e.msg + 64]; /* the flag typed, as rnx job update says it */
+            jobreq_reword(&e, "--dependency", msg, sizeof msg);
+            return rnx_usage("%s", msg);
+        }
         return 0;
     }
     switch (c) {

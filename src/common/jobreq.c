@@ -854,7 +854,7 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
     }
     const char *colon = strchr(item, ':');
     size_t hl = colon ? (size_t)(colon - item) : strlen(item);
-    char head[16] = "";
+    char head[24] = "";
     if (colon && hl < sizeof head) {
         memcpy(head, item, hl);
         head[hl] = 0;
@@ -868,6 +868,9 @@ static int after_text_item(job_req *r, const jobreq_field *f, const char *item, 
     for (int i = 0; colon && !plain && i < (int)ARRAY_LEN(after_slurm); i++)
         if (!strcmp(head, after_slurm[i]))
             slurm = i;
+    if (!plain && !strcmp(head, "afterburstbuffer")) /* Slurm's, after the job ended and its burst buffer was staged out */
+        return jerr_field(e, f->key, "after: '%.64s': Slurm's afterburstbuffer is not supported (joblet has no "
+                                     "burst buffers); afterany:ID waits for the job to end", item);
     if (slurm >= 0) {
         for (const char *p = colon + 1; p;) {
             const char *q = strchr(p, ':');

@@ -166,6 +166,15 @@ def test_bad_references_are_refused_naming_after(daemon):
     # an array may wait (test_arrays.py); its bad references are refused alike
     code, err = daemon.api("POST", "/v1/jobs", {"command": "true", "array": "0-3", "after": [{"job": "no-such-job"}]})
     assert code == 400 and err["error"]["field"] == "after", err
+    # --dependency's refusals name --dependency, the flag typed (they named --after)
+    p = daemon.rnx("job", "run", "--dependency=", "true")
+    assert p.returncode == 2 and p.stderr.startswith("rnx: --dependency: '' is not ID[:STATE]"), p.stderr
+    # Slurm's afterburstbuffer is refused as not supported, not as text that is not Slurm's
+    p = daemon.rnx("job", "run", "--dependency=afterburstbuffer:12", "true")
+    assert p.returncode == 2 and "Slurm's afterburstbuffer is not supported" in p.stderr, p.stderr
+    assert "afterany:ID waits for the job to end" in p.stderr, p.stderr
+    p = daemon.rnx("job", "run", "--after=afterburstbuffer:ok", "true")   # NAME:STATE: the job named so
+    assert p.returncode == 1 and "no job 'afterburstbuffer'" in p.stderr, p.stderr
 
 
 def as_user(d, *args):
