@@ -1037,8 +1037,11 @@ static void list_row(table *t, json_t *job, bool with_user)
     json_t *arr = json_object_get(job, "array");
     bool array = jstr(job, "kind") && !strcmp(jstr(job, "kind"), "array");
     if (array) {
-        /* one line for the array: 3f2a1b2c_[0-99%8], its tasks by state */
-        snprintf(short_id, sizeof short_id, "%s", jstr(arr, "ref") ? jstr(arr, "ref") : "-");
+        /* one line for the array: 3f2a1b2c_[0-99%8], its tasks by state; a list of many ranges
+         * cut as the command is (one of 256 ranges made every line of the table 1,100 wide) */
+        char *ref_cell = cell_text(jstr(arr, "ref") ? jstr(arr, "ref") : "-", 48);
+        snprintf(short_id, sizeof short_id, "%s", ref_cell);
+        free(ref_cell);
         print_array_counts(arr, counts, sizeof counts);
     } else if (json_is_object(arr) && jstr(arr, "ref"))
         snprintf(short_id, sizeof short_id, "%s", jstr(arr, "ref"));

@@ -273,6 +273,21 @@ def test_status_of_tasks_by_reference(d):
     d.rnx("job", "delete", aid, check=True)
 
 
+def test_list_cuts_an_arrays_long_task_list(d):
+    """rnx job list cuts an array's ID_[LIST] of many ranges as it cuts a command: one array of
+    100 single ids (0,2,...,198) made the ID column, so every line of the table, 400 wide."""
+    spec = ",".join(str(i) for i in range(0, 200, 2))
+    a = submit_array(d, spec, "true", hold=True)
+    short = a["id"][:8]
+    out = d.rnx("job", "list", check=True).stdout
+    line = next(ln for ln in out.splitlines() if ln.startswith(f"{short}_["))
+    assert line.startswith(f"{short}_[0,2,4,6,") and "..." in line.split()[0], line
+    assert max(len(ln) for ln in out.splitlines()) < 250, out
+    assert d.rnx("job", "list", "--json", check=True).stdout.count(spec) >= 1   # --json: whole
+    d.rnx("job", "cancel", a["id"], check=True)
+    d.rnx("job", "delete", a["id"], check=True)
+
+
 def test_malformed_task_references_say_so(d):
     """A task reference typed wrong (ID_, ID_[, ID_[], ID_x of an array, by id or name) is refused
     as one, 400 on field tasks, with the forms a task takes and the array's tasks: it was "no job
