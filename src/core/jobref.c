@@ -94,9 +94,10 @@ static void jobref_bad_tasks(const char *ref, const caller *who, enum idref_want
     jerr be = {0};
     if (find_plain(base, who, want, &b, &be) < 0 || !b.a)
         return;
+    char list[256];
+    arrayspec_format(&b.a->spec, false, list, sizeof list);
     jerr_field(e, "tasks", "'%s' is not a task of array %s: name a task as %s_N or several as %s_[LIST] (Slurm's "
-                           "--array syntax: %s_[3-5,9]); its tasks are %s", ref, b.a->id, base, base, base,
-               b.a->req.array);
+                           "--array syntax: %s_[3-5,9]); its tasks are %s", ref, b.a->id, base, base, base, list);
 }
 
 int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref *out, jerr *e)
@@ -129,9 +130,12 @@ int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref
             }
             out->a = b.a;
             uint32_t missing;
-            if (first_missing(&out->tasks, &b.a->spec, &missing))
+            if (first_missing(&out->tasks, &b.a->spec, &missing)) {
+                char list[256]; /* its ids alone: "0-10:2", not its %N ("0-10:2%2") */
+                arrayspec_format(&b.a->spec, false, list, sizeof list);
                 return jerr_http(e, 404, "array %s has no task %u; its tasks are %s (name only those)", b.a->id,
-                                 missing, b.a->req.array); /* (out->a: the array) */
+                                 missing, list); /* (out->a: the array) */
+            }
             /* one task that was made: the job itself */
             bool made;
             job *j = out->tasks.count == 1 ? arrays_task(b.a, out->tasks.r[0].lo, &made) : NULL;

@@ -293,13 +293,13 @@ def test_malformed_task_references_say_so(d):
     as one, 400 on field tasks, with the forms a task takes and the array's tasks: it was "no job
     named '3f2a1b2c_['" (404), as if no array were there. A name with no array before its '_'
     is still a job's name missing."""
-    a = submit_array(d, "0-6:2", "true", name="badrefs")
+    a = submit_array(d, "0-6:2%3", "true", name="badrefs")
     aid, short = a["id"], a["id"][:8]
     wait_array(d, aid)
     for ref in (f"{short}_", f"{short}_[", f"{short}_[]", f"{short}_x", "badrefs_"):
         r = d.rnx("job", "status", ref)
         assert r.returncode == 1 and f"'{ref}' is not a task of array {aid}" in r.stderr, (ref, r.stderr)
-        assert "_N or several as" in r.stderr and "its tasks are 0-6:2" in r.stderr, r.stderr
+        assert "_N or several as" in r.stderr and "its tasks are 0-6:2\n" in r.stderr, r.stderr
         code, e = d.api("GET", f"/v1/jobs/{ref.replace('[', '%5B').replace(']', '%5D')}")
         assert code == 400 and e["error"]["field"] == "tasks", (ref, e)
     r = d.rnx("job", "wait", f"{short}_[")
@@ -308,6 +308,9 @@ def test_malformed_task_references_say_so(d):
     assert r.returncode != 0 and f"'{short}_x' is not a task of array" in r.stderr, r.stderr
     r = d.rnx("job", "status", "nosuch_3")
     assert r.returncode == 1 and "no job named 'nosuch_3'" in r.stderr, r.stderr
+    # a task the array lacks: its tasks named by their ids alone (it said "0-6:2%3", its %N too)
+    r = d.rnx("job", "status", f"{short}_5")
+    assert r.returncode == 1 and "has no task 5; its tasks are 0-6:2 (name only those)" in r.stderr, r.stderr
     d.rnx("job", "delete", aid, check=True)
 
 
