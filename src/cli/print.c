@@ -974,8 +974,10 @@ static void print_task_unmade(json_t *task, FILE *f)
     key(f, "Status:");
     put_line(f, jstr(task, "status") ? jstr(task, "status") : "-");
     print_array_task(ta, f);
-    key(f, "Request:");
-    print_textf(f, "its array's, when it is made (rnx job status %.8s)\n", jstr(ta, "id") ? jstr(ta, "id") : "-");
+    if (!jstr(task, "status") || strcmp(jstr(task, "status"), "CANCELED")) {
+        key(f, "Request:"); /* (one canceled before it was made never will be) */
+        print_textf(f, "its array's, when it is made (rnx job status %.8s)\n", jstr(ta, "id") ? jstr(ta, "id") : "-");
+    }
     if (jstr(task, "wait_reason")) {
         key(f, "Waiting:");
         put_line(f, jstr(task, "wait_reason"));

@@ -49,6 +49,26 @@ static void ref_of(const jarray *a, char *out, size_t len)
     snprintf(out, len, "%.8s_[%s]", a->id, spec);
 }
 
+/* Why the array's next task waits (its "wait"): its cancel, its hold, its dependencies or the
+ * scheduler's reason; NULL when nothing is said. words and deps hold what it is made of. */
+static const char *array_why(const jarray *a, char *words, size_t wlen, char *deps, size_t dlen)
+{
+    const char *why = wait_words(a, words, wlen);
+    if (a->canceled_by == ARRAYS_CANCELED_DEPENDENCY)
+        why = a->canceled_why ? a->canceled_why : "canceled: its dependencies could never hold";
+    else if (a->canceled_by == ARRAYS_CANCELED_UNMAKEABLE)
+        why = a->canceled_why ? a->canceled_why : "canceled: its tasks could not be made";
+    else if (a->held)
+        ; /* (held first, as a job held while PENDING: what it waits for is its `after`) */
+    else if (a->waiting && a->wf_id[0] && !a->req.nafter)
+        why = "waiting for the jobs it requires in its workflow to end as it needs";
+    else if (a->waiting) {
+        depend_describe_req(&a->req, a->after_seq, deps, dlen);
+        why = deps;
+    }
+    return why;
+}
+
 json_t *array_json(const jarray *a)
 {
     arrays_counts c;
@@ -60,21 +80,8 @@ json_t *array_json(const jarray *a)
     char spec[2048], ref[2100];
     arrayspec_format(&a->spec, true, spec, sizeof spec);
     ref_of(a, ref, sizeof ref);
-    char words[120];
-    const char *why = wait_words(a, words, sizeof words);
-    char deps[600];
-    if (a->canceled_by == ARRAYS_CANCELED_DEPENDENCY)
-        why = a->canceled_why ? a->canceled_why : "canceled: its dependencies could never hold";
-    else if (a->canceled_by == ARRAYS_CANCELED_UNMAKEABLE)
-        why = a->canceled_why ? a->canceled_why : "canceled: its tasks could not be made";
-    else if (a->held)
-        ; /* (held first, as a job held while PENDING: what it waits for is its `after`) */
-    else if (a->waiting && a->wf_id[0] && !a->req.nafter)
-        why = "waiting for the jobs it requires in its workflow to end as it needs";
-    else if (a->waiting) {
-        depend_describe_req(&a->req, a->after_seq, deps, sizeof deps);
-        why = deps;
-    }
+    char words[120], deps[600];
+    const char *why = array_why(a, words, sizeof words, deps, sizeof deps);
     json_t *args = json_array();
     for (size_t i = 0; i < a->req.nargs; i++)
         json_array_append_new(args, json_string(a->req.args[i]));
@@ -121,10 +128,20 @@ json_t *array_task_json(const jarray *a, uint32_t t)
     char id[64];
     snprintf(id, sizeof id, "%.8s_%u", a->id, t);
     bool canceled = arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t));
-    return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s,s:I},s:b,s:s?}", "id", id, "kind", "task", "status",
+    /* what its array waits for (its --after, its --schedule, its hold, its %N): it was "as room
+     * comes" whatever held it */
+    char words[120], deps[600], reason[800];
+    bool alone = canceled && !arrays_canceled(a); /* (canceled by name: ID_7, ID_[3-5]) */
+    const char *why = alone ? NULL : array_why(a, words, sizeof words, deps, sizeof deps);
+    if (why)
+        snprintf(reason, sizeof reason, "%s (its array: %s)", canceled ? "canceled before it started" : "not started yet",
+                 why);
+    else
+        snprintf(reason, sizeof reason, "%s",
+                 canceled ? "canceled before it started" : "not started yet: the array's tasks start as room comes");
+    return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s,s:I},s:b,s:s}", "id", id, "kind", "task", "status",
                      canceled ? "CANCELED" : job_state_name(arrays_unmade_state(a)), "array", "id", a->id, "task",
-                     (json_int_t)t, "ref", id, "number", (json_int_t)a->seq, "made", 0, "wait_reason",
-                     canceled ? "canceled before it started" : "not started yet: the array's tasks start as room comes");
+                     (json_int_t)t, "ref", id, "number", (json_int_t)a->seq, "made", 0, "wait_reason", reason);
 }
 
 json_t *array_json_detail(const jarray *a)

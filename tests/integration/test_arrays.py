@@ -288,6 +288,32 @@ def test_list_cuts_an_arrays_long_task_list(d):
     d.rnx("job", "delete", a["id"], check=True)
 
 
+def test_a_task_not_made_yet_says_what_its_array_waits_for(d):
+    """ID_T of a task not made yet says what its array waits for (its --after, its hold, its
+    --schedule, its %N): it said "the array's tasks start as room comes" whatever held it; one
+    canceled with its array says why, and rnx does not promise it a request any more."""
+    blocker = d.submit("sleep", "60", name="unmade-blocker")
+    d.wait_status(blocker, "RUNNING")
+    dep = submit_array(d, "0-4", "true", after=[{"job": blocker, "state": "ok"}])["id"]
+    held = submit_array(d, "0-2", "true", hold=True)["id"]
+    later = submit_array(d, "0-2", "true", schedule_at="2030-01-01T00:00:00Z")["id"]
+    for aid, state, why in ((dep, "PENDING", f"waiting for job {blocker[:8]} to end COMPLETED (it is RUNNING)"),
+                            (held, "HELD", "held"), (later, "SCHEDULED", "its --schedule time has not come")):
+        t = d.job(f"{aid[:8]}_1")
+        assert t["status"] == state and t["wait_reason"] == f"not started yet (its array: {why})", t
+    d.rnx("job", "stop", blocker, check=True)
+    wait_array(d, dep)
+    t = d.job(f"{dep[:8]}_3")
+    assert t["status"] == "CANCELED" and t["wait_reason"].startswith(
+        f"canceled before it started (its array: needed job {blocker[:8]} to end COMPLETED; it ended STOPPED"), t
+    r = d.rnx("job", "status", f"{dep[:8]}_3", check=True)
+    assert "Request:" not in r.stdout and "(its array: needed job" in r.stdout, r.stdout
+    for aid in (held, later):
+        d.rnx("job", "cancel", aid, check=True)
+    for aid in (dep, held, later, blocker):
+        d.rnx("job", "delete", aid, check=True)
+
+
 def test_malformed_task_references_say_so(d):
     """A task reference typed wrong (ID_, ID_[, ID_[], ID_x of an array, by id or name) is refused
     as one, 400 on field tasks, with the forms a task takes and the array's tasks: it was "no job
