@@ -83,9 +83,18 @@ int arrayspec_parse(const char *s, const char *field, bool throttle_ok, arrayspe
         return jerr_field(e, field, "%s: an empty list of tasks; " ACCEPTS, field);
     for (;;) {
         arrayspec_range r = {.step = 1};
-        if (read_id(&p, &r.lo) < 0)
-            return jerr_field(e, field, "%s: '%s' is not a list of task ids (at '%.20s'); " ACCEPTS "%s", field, s, p,
+        if (read_id(&p, &r.lo) < 0) {
+            /* where: an item left empty ("1,", "1,,3", ",1", "%2") said so; it read "(at '')" */
+            char at[64];
+            if (!*p)
+                snprintf(at, sizeof at, "an empty item at its end");
+            else if (*p == ',' || *p == '%')
+                snprintf(at, sizeof at, "an empty item before '%.20s'", p);
+            else
+                snprintf(at, sizeof at, "at '%.20s'", p);
+            return jerr_field(e, field, "%s: '%s' is not a list of task ids (%s); " ACCEPTS "%s", field, s, at,
                               throttle_ok ? ", %N to run at most N at once" : "");
+        }
         r.hi = r.lo;
         if (*p == '-') {
             p++;

@@ -379,7 +379,11 @@ def test_refusals_name_the_field(d):
     for spec, want in [("5-3", "array: '5-3': a range runs from a lower id to a higher one"),
                        ("0-9,5", "array: '0-9,5' names a task twice"),
                        ("0-9%0", "%N runs at most N tasks at once"),
-                       ("4000001", "array: '4000001' is not a list of task ids")]:
+                       ("4000001", "array: '4000001' is not a list of task ids"),
+                       # an empty item is said so (it read "(at '')" for "1,")
+                       ("1,", "array: '1,' is not a list of task ids (an empty item at its end)"),
+                       ("1,,3", "array: '1,,3' is not a list of task ids (an empty item before ',3')"),
+                       ("%2", "array: '%2' is not a list of task ids (an empty item before '%2')")]:
         code, e = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": spec})
         assert code == 400 and e["error"]["field"] == "array" and want in e["error"]["message"], (spec, e)
     code, e = d.api("POST", "/v1/jobs", {"command": "/bin/true", "array": "0-3", "tty": True})
