@@ -1661,7 +1661,8 @@ int jobreq_check(const job_req *r, jerr *e)
     if (check_uploads(r, e) < 0)
         return -1;
     if (r->array && (r->tty || r->stdin_open))
-        return jerr_field(e, "array", "array: an array's tasks run unattended; drop %s", r->tty ? "tty" : "stdin");
+        return jerr_field(e, "array", "array: an array's tasks run unattended; drop %s",
+                          r->tty ? "tty (rnx job run -t, --tty)" : "stdin (rnx job run -i, --interactive)");
     /* any one of (Slurm's '?'): of jobs to wait for, as a whole (not task by task), not singleton */
     if (r->after_any && !r->nafter)
         return jerr_field(e, "after_any", "after_any: true says any one of after's jobs is enough, and the job "

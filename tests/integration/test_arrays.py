@@ -390,6 +390,9 @@ def test_refusals_name_the_field(d):
     assert code == 400 and e["error"]["field"] == "array" and "unattended" in e["error"]["message"], e
     r = d.rnx("job", "run", "--array=0-3", "-f", "/bin/true")
     assert r.returncode == 2 and "--follow: an array's tasks each have their own output" in r.stderr, r.stderr
+    for flag, said in (("-t", "drop tty (rnx job run -t, --tty)"), ("-i", "drop stdin (rnx job run -i, --interactive)")):
+        r = d.rnx("job", "run", "--array=0-3", flag, "/bin/true")   # (it said "drop tty" to one who typed -t)
+        assert r.returncode != 0 and said in r.stderr, r.stderr
     r = d.rnx("job", "run", "--array=7-1", "/bin/true")
     assert r.returncode != 0 and "--array: '7-1'" in r.stderr, r.stderr
     # logs of an array: name a task
