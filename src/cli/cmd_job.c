@@ -310,7 +310,10 @@ static const char *flag_of(const char *field)
 static void word_for_flags(const jerr *e, char *out, size_t outlen)
 {
     const char *flag = flag_of(e->field);
-    if (flag)
+    static const char thr[] = "array_throttle:"; /* an array's %N, no request's field: --throttle */
+    if (!flag && !strcmp(e->field, "array_throttle") && !strncmp(e->msg, thr, sizeof thr - 1))
+        snprintf(out, outlen, "--throttle:%s", e->msg + sizeof thr - 1);
+    else if (flag)
         jobreq_reword(e, flag, out, outlen);
     else
         snprintf(out, outlen, "%s", e->msg);

@@ -807,6 +807,8 @@ def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
     job = d.submit("sleep", "60")
     code, e = d.api("POST", f"/v1/jobs/{job}/update", {"array_throttle": 2})
     assert code == 400 and e["error"]["field"] == "array_throttle" and "not a job array" in e["error"]["message"], e
+    p = d.rnx("job", "update", job, "--throttle=2")   # the flag typed, not the API's field
+    assert p.returncode == 1 and p.stderr.startswith(f"rnx: --throttle: job {job} is not a job array"), p.stderr
     p = d.rnx("job", "update", live, "--throttle=x")
     assert p.returncode == 2 and "--throttle: 'x'" in p.stderr, p.stderr
     # 0: no limit
