@@ -179,6 +179,17 @@ def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path, own_net):
         drv.get(con.url)
         wait(drv, lambda x: len(css(x, "#gpu-cards article.gpu")) == 8)
         wait(drv, lambda x: len(css(x, 'article.gpu[data-index="0"] svg.spark polyline')) == 3)
+        # samples are drawn once a frame, not once each: 40 whole redraws a second (8 GPUs every
+        # 200 ms) left a slow browser behind for good (a CI run: 30 min, its renderer 4.5 GB)
+        drawn_at_once = drv.execute_script("""
+            window.renders = 0;
+            const draw = render;
+            window.render = function (navigated) { window.renders++; return draw(navigated); };
+            for (let i = 0; i < 200; i++)
+              onSample({index: 0, utilization_pct: i % 100, temperature_c: 50, memory_used_mb: 1, power_w: 100});
+            return window.renders;""")
+        assert drawn_at_once == 0, f"200 samples were {drawn_at_once} redraws"
+        wait(drv, lambda x: x.execute_script("return window.renders") >= 1)
         with open(events, "a") as f:
             f.write("util 0 83\ntemp 0 71\npower 0 455\nxid 0 13\n")
         card = 'article.gpu[data-index="0"]'
