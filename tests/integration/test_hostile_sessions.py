@@ -281,12 +281,7 @@ def test_one_local_users_scrapes_do_not_queue_another_readers_behind_them(fresh_
     waiting on each of its 8 connections, and Prometheus's scrape waited behind all of them: 8
     gaps, 16 s on a machine whose text takes 0.2 s to build, past a scrape timeout. Scrapes that
     wait together share one text now: a reader's scrape is answered with the next text."""
-    need_root()
-    need_setpriv()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    fresh_daemon(f"metrics:\n  listen: \"127.0.0.1:{port}\"\n")
+    port = _metrics_daemon(fresh_daemon)
     import urllib.request
     before = _texts_built(port)
     hog = subprocess.Popen([*setpriv(OTHER), "/usr/bin/python3", "-c", _SCRAPE_PIPELINED, str(port), "6"],
