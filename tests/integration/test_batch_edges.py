@@ -77,14 +77,24 @@ def test_wait_for_a_task_canceled_before_it_was_made(daemon, canceled):
         d.rnx("job", "cancel", aid)
 
 
-def test_wait_for_several_tasks_says_why_not(daemon):
-    """rnx job wait ID_[LIST] exited 125 without a word."""
+def test_wait_for_several_tasks_not_made_yet_ends_with_theirs(daemon):
+    """rnx job wait ID_[LIST] exited 125 without a word; then it named the tasks to give instead
+    (ID_1 ID_2); now it waits for each task of the list (test_arrays.py), here tasks not made yet
+    when the wait begins: it ends once both have ended, with the highest of their statuses."""
     d = daemon
-    gate, aid = gated_array(d, "0-3", "true")
-    p = d.rnx("job", "wait", f"{aid[:8]}_[1-2]")
-    assert p.returncode == 125 and "names several tasks" in p.stderr, (p.returncode, p.stderr)
-    d.rnx("job", "cancel", aid, check=True)
-    d.rnx("job", "stop", gate, check=True)
+    gate, aid = gated_array(d, "0-3", "sh", "-c", "exit $JOBLET_ARRAY_TASK_ID")
+    ref = f"{aid[:8]}_[1-2]"
+    w = waiting(d, ref)
+    try:
+        d.rnx("job", "stop", gate, check=True)
+        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once tasks 1 and 2 ended")
+        out, err = w.communicate()
+        assert w.returncode == 2, (w.returncode, out, err)
+        assert sorted(ln.split()[1:] for ln in out.splitlines()) == [["FAILED", "exit", "1"], ["FAILED", "exit", "2"]], out
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
 
 
 def test_update_of_a_task_is_reported_as_the_task(daemon):
