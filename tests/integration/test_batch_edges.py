@@ -24,6 +24,21 @@ def waiting(d, *refs):
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
+def waited_past_gate(d, gate, ref, what):
+    """rnx job wait REF started while the gate runs, then the gate stopped: (exit status, stdout,
+    stderr) once the wait ended (what: the tasks it ends with, for the message)."""
+    w = waiting(d, ref)
+    try:
+        d.rnx("job", "stop", gate, check=True)
+        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once {what} ended")
+        out, err = w.communicate()
+        return w.returncode, out, err
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+
+
 def gated_array(d, spec, *command):
     """An array whose tasks wait for a gate job (--after=GATE): none is made until the gate is
     stopped. (gate id, array id)."""
@@ -39,18 +54,10 @@ def test_wait_for_a_task_not_made_yet_ends_with_its_job(daemon):
     gate, aid = gated_array(d, "0-1%1", "sh", "-c", "exit $((JOBLET_ARRAY_TASK_ID + 2))")
     ref = aid[:8] + "_1"
     assert d.api("GET", f"/v1/jobs/{ref}")[1]["made"] is False
-    w = waiting(d, ref)
-    try:
-        d.rnx("job", "stop", gate, check=True)
-        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once task 1 ended")
-        out, err = w.communicate()
-        assert w.returncode == 3, (w.returncode, out, err)
-        task = d.api("GET", f"/v1/jobs/{ref}")[1]
-        assert task["status"] == "FAILED" and out.split() == [task["id"][:8], "FAILED", "exit", "3"], (out, task)
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
+    rc, out, err = waited_past_gate(d, gate, ref, "task 1")
+    assert rc == 3, (rc, out, err)
+    task = d.api("GET", f"/v1/jobs/{ref}")[1]
+    assert task["status"] == "FAILED" and out.split() == [task["id"][:8], "FAILED", "exit", "3"], (out, task)
 
 
 @pytest.mark.parametrize("canceled", ["array", "task"])
@@ -84,17 +91,9 @@ def test_wait_for_several_tasks_not_made_yet_ends_with_theirs(daemon):
     d = daemon
     gate, aid = gated_array(d, "0-3", "sh", "-c", "exit $JOBLET_ARRAY_TASK_ID")
     ref = f"{aid[:8]}_[1-2]"
-    w = waiting(d, ref)
-    try:
-        d.rnx("job", "stop", gate, check=True)
-        wait_for(lambda: w.poll() is not None, f"rnx job wait {ref} to end once tasks 1 and 2 ended")
-        out, err = w.communicate()
-        assert w.returncode == 2, (w.returncode, out, err)
-        assert sorted(ln.split()[1:] for ln in out.splitlines()) == [["FAILED", "exit", "1"], ["FAILED", "exit", "2"]], out
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
+    rc, out, err = waited_past_gate(d, gate, ref, "tasks 1 and 2")
+    assert rc == 2, (rc, out, err)
+    assert sorted(ln.split()[1:] for ln in out.splitlines()) == [["FAILED", "exit", "1"], ["FAILED", "exit", "2"]], out
 
 
 def test_update_of_a_task_is_reported_as_the_task(daemon):
