@@ -21,6 +21,8 @@
 
 #include "console_file.h"
 
+#include "../common/util.h"
+
 #define FILE_PREFIX "joblet-console-"
 
 size_t console_file_html(const char *s, char *out, size_t cap)
@@ -181,20 +183,6 @@ static void remove_stale(int dir)
     closedir(d);
 }
 
-static bool write_all(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        s += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 int console_file_make(console_file *f, const char *url, char *why, size_t whylen)
 {
     f->dirfd = -1;
@@ -242,7 +230,7 @@ int console_file_make(console_file *f, const char *url, char *why, size_t whylen
         close(dir);
         return -1;
     }
-    bool ok = fchmod(fd, 0600) == 0 && write_all(fd, page, (size_t)n);
+    bool ok = fchmod(fd, 0600) == 0 && write_all(fd, page, (size_t)n) == (size_t)n;
     int err = errno;
     if (close(fd) < 0 || !ok) {
         snprintf(why, whylen, "cannot write %s: %s", f->path, strerror(ok ? errno : err));
