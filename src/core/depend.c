@@ -81,7 +81,7 @@ typedef struct target {
     jarray *a;
 } target;
 
-static uint64_t looked; /* dependency_of's calls: depend_looked */
+static uint64_t looked; /* dependency_of's calls and single_holder's jobs: depend_looked */
 
 uint64_t depend_looked(void) { return looked; }
 
@@ -582,6 +582,7 @@ static const job *single_holder(uid_t uid, const char *name, const job *self)
     const job *h = NULL;
     for (size_t i = 0; i < n && !h; i++) {
         const job *k = named[i];
+        looked++;
         if (k == self || k->owner_uid != uid || job_state_terminal(k->state))
             continue;
         bool runs = k->state == JS_RUNNING || k->state == JS_SUSPENDED || k->state == JS_STOPPING || k->shim_pid > 0;

@@ -32,10 +32,11 @@
  * id. A job the caller may not see is refused exactly as one that does not exist (no leak of
  * its existence): 400 on field "after". (An array of jobs, later: resolved here as well.) */
 int depend_resolve(job_req *req, const caller *as, jerr *e);
-/* How many dependencies the decisions on waiting jobs looked at since the start (GET /metrics:
- * joblet_dependency_looks_total): what they cost grows with what changed, and not with how
- * many jobs or tasks are kept (a job waiting on 64 arrays looks at the one that changed and the
- * next it still waits for). */
+/* How many dependencies the decisions on waiting jobs looked at since the start, and jobs of a
+ * singleton's name looked at for its holder (GET /metrics: joblet_dependency_looks_total): what
+ * they cost grows with what changed, and not with how many jobs or tasks are kept (a job waiting
+ * on 64 arrays looks at the one that changed and the next it still waits for; 1,000 singletons
+ * let go at once look through their name's jobs once, not each). */
 uint64_t depend_looked(void);
 /* A new job with `after` or singleton (submit_create): PENDING, linked to the jobs it waits on, and
  * decided at once (those that ended already may release or cancel it). */

@@ -830,12 +830,11 @@ SANITIZER_PASS_SKIP_TESTS = {
         "how the loop's slice is shared (time); the slices' code runs under the sanitizers in test_hostile_loop",
     "test_hostile_uploads2.py::test_a_put_waiting_on_its_entries_keeps_its_pace":
         "a PUT's pace while joblet makes its entries (time); the code runs under the sanitizers in test_hostile_loop",
-    # 11,000 jobs (6 min under ASan, its daemon's teardown 80 s more): what it looks for is how long
-    # one release's loop turn takes with 8,000 jobs of the name kept (time); the singletons' code
-    # (the (owner, name) index, the release, the waiters' order) runs under the sanitizers in
-    # test_singleton
+    # 2,600 jobs: what it looks for is how many jobs one release looks at with 2,000 jobs of the
+    # name kept, a count the sanitizers do not change; the singletons' code (the (owner, name)
+    # index, the release, the waiters' order) runs under the sanitizers in test_singleton
     "test_hostile_deps.py::test_singletons_let_go_by_one_job_are_decided_once_per_name":
-        "how long one release's turn takes among 11,000 jobs (time); the singletons' code runs under the "
+        "how many jobs one release looks at among 2,600 (a count); the singletons' code runs under the "
         "sanitizers in test_singleton",
     # 64 arrays of 25 tasks, twice, and 200 jobs after them (68 s under ASan): what it looks for is
     # how many dependencies the decisions look at, a count the sanitizers do not change; the

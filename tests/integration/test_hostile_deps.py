@@ -61,14 +61,19 @@ def cpu_s(pid):
 
 
 def test_singletons_let_go_by_one_job_are_decided_once_per_name(fresh_daemon):
-    """1,000 singleton jobs named x after one gate, 8,000 other jobs named x kept (scheduled far
-    off: kept, never a holder); beside them 1,000 singletons named y after another gate, no
-    other job named y: what the same release costs without jobs of its name kept. joblet is
-    restarted first (by kill -9, which keeps all of it) so that its longest turn counts from
-    then; y's gate ends, then x's. Before, x's release was one turn of N x K looks through the
-    jobs named x (seen 0.46 s, y's 0.04 s); now each costs about what y's does (0.03 s)."""
+    """300 singleton jobs named x (each sleeps: the first to go holds the name) after one gate,
+    2,000 other jobs named x kept (scheduled far off: kept, never a holder); beside them 300
+    singletons named y after another gate, no other job named y: what the same release costs
+    without jobs of its name kept. joblet is restarted first (by kill -9, which keeps all of it:
+    its start decides every waiter again, in one batch); y's gate ends, then x's. What is checked
+    is how many dependencies and jobs of the name the release looked at
+    (joblet_dependency_looks_total), not its loop turn (printed), which a shared machine makes
+    noisy: each waiter looking through every job of its name, as before, is N x K looks (605,503
+    here; with 1,000 and 8,000 the turn was 0.46 s, y's 0.04 s); decided once per owner and name,
+    a few times N + K (the gate's waiters, the name's holder looked for at the release and again
+    at the first one's start)."""
     d = fresh_daemon("limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
-    n, kept = 1000, 8000
+    n, kept = 300, 2000
     r = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "true", "name": "x",
                                                 "schedule_at": "2036-01-01T00:00:00Z"}]] * kept)
     assert all(code == 201 for code, _ in r), r[-1]
@@ -79,27 +84,29 @@ def test_singletons_let_go_by_one_job_are_decided_once_per_name(fresh_daemon):
         assert code == 201, gate
         d.wait_status(gate["id"], "RUNNING")
         gates[name] = gate["id"]
-        w = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "true", "name": name, "singleton": True,
+        w = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "name": name, "singleton": True,
                                                     "after": [{"job": gate["id"], "state": "any"}]}]] * n)
         assert all(code == 201 for code, _ in w), w[-1]
         first[name], last[name] = w[0][1]["id"], w[-1][1]["id"]
     d.kill9()
     d.start()
-    turn = {}
+    looks, turn = {}, {}
     for name in ("y", "x"):
         assert d.job(last[name])["status"] == "PENDING"
+        looks0 = d.metric("joblet_dependency_looks_total")
         code, ans = bulk(d, MALLORY, [["POST", f"/v1/jobs/{gates[name]}/stop", None]])[0]
         assert code == 200, ans
-        d.wait(first[name], timeout=300)
-        turn[name] = d.metric("joblet_loop_longest_turn_seconds")
+        d.wait_status(first[name], "RUNNING", timeout=300)
         # one at a time, oldest first: the first went, the last waits its turn
-        assert d.job(first[name])["status"] == "COMPLETED", d.job(first[name])
         j = d.job(last[name])
         assert j["status"] == "PENDING" and "singleton" in json.dumps(j), j
-    print(f"{n} singletons let go: longest loop turn {turn['y']:.3f} s; with {kept} jobs of their name kept "
-          f"{turn['x']:.3f} s")
-    assert turn["x"] < 3 * turn["y"] + 0.05, (
-        f"{kept} jobs of their name kept made the release's turn {turn['x']:.3f} s ({turn['y']:.3f} s without)")
+        looks[name] = d.metric("joblet_dependency_looks_total") - looks0
+        turn[name] = d.metric("joblet_loop_longest_turn_seconds")
+    print(f"{n} singletons let go: {looks['y']:.0f} looks, longest loop turn since the restart {turn['y']:.3f} s; "
+          f"with {kept} jobs of their name kept {looks['x']:.0f} looks, {turn['x']:.3f} s")
+    assert looks["y"] < 6 * n, looks   # seen 1,237; x 7,203, and 605,503 when each waiter looked for itself
+    assert looks["x"] < 4 * (n + kept), (
+        f"{kept} jobs of their name kept made the release look at {looks['x']:.0f} jobs ({looks['y']:.0f} without)")
 
 
 def test_jobs_after_many_arrays_are_decided_at_their_start_and_end_not_each_tasks(fresh_daemon):
