@@ -72,8 +72,10 @@ static bool matches(const lister *l, const job *j, bool state)
     return !state || !l->f.by_state || j->state == l->f.state;
 }
 
-/* The same for a job array: its state is the state of its tasks together (arrays.h); no array
- * matches a GPU filter (its tasks do, listed with expand). */
+/* The same for a job array: it matches a state when any of its tasks is in it, made or not (as
+ * squeue -t PD shows a running array's pending tasks; its line says the state of its tasks
+ * together, arrays.h, and the count in each); no array matches a GPU filter (its tasks do, listed
+ * with expand). */
 static bool array_matches(const lister *l, const jarray *a, bool state)
 {
     if (!arrays_visible(a, &l->f.who) || (l->f.by_user && a->owner_uid != l->f.user) ||
@@ -83,7 +85,7 @@ static bool array_matches(const lister *l, const jarray *a, bool state)
         return true;
     arrays_counts c;
     arrays_count(a, &c);
-    return arrays_state(a, &c) == l->f.state;
+    return c.n[l->f.state] > 0;
 }
 
 static void put(lister *l, const char *s, size_t n)

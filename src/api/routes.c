@@ -183,19 +183,32 @@ static enum MHD_Result submit(request *r)
 
 /* GET /v1/jobs[?status=S][&user=UID][&gpu=INDEX|UUID][&since=RFC3339]: the caller's jobs (root:
  * all), oldest first, those matching every filter given. */
+/* ?status=STATE (a listing's filter, an action's condition: scancel --state): false, with e set,
+ * when it is given and names no state; *given says whether it was. */
+static bool query_status(request *r, bool *given, enum job_state *want, jerr *e)
+{
+    const char *sf = query_get(r, "status");
+    *given = sf != NULL;
+    if (sf && job_state_parse(sf, want) < 0) {
+        jerr_field(e, "status", "status: '%s' is not a job status; use PENDING, SCHEDULED, QUEUED, RUNNING, "
+                                "STOPPING, PREEMPTED, HELD, SUSPENDED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
+        return false;
+    }
+    return true;
+}
+
 static enum MHD_Result list(request *r)
 {
-    const char *sf = query_get(r, "status"), *uf = query_get(r, "user"), *gf = query_get(r, "gpu"),
-               *tf = query_get(r, "since");
+    const char *uf = query_get(r, "user"), *gf = query_get(r, "gpu"), *tf = query_get(r, "since");
     enum job_state want = JS_QUEUED;
+    bool by_state;
     uint64_t uid = 0;
     time_t since = 0;
     int gk = gf ? gpu_find(&core.gpu.inv, gf) : -1;
     const char *guuid = gk >= 0 ? core.gpu.inv.gpu[gk].uuid : gf;   /* else a MIG device's UUID */
     jerr e = {0};
-    if (sf && job_state_parse(sf, &want) < 0)
-        jerr_field(&e, "status", "status: '%s' is not a job status; use PENDING, SCHEDULED, QUEUED, RUNNING, "
-                                 "STOPPING, PREEMPTED, HELD, SUSPENDED, STOPPED, COMPLETED, FAILED or CANCELED", sf);
+    if (!query_status(r, &by_state, &want, &e))
+        ;
     else if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))
         jerr_field(&e, "user", "user: '%s' is not a uid; give a number, e.g. 1000", uf);
     else if (uf && !authz_may_on(&r->who, AUTHZ_OTHERS_JOBS, (uid_t)uid))
@@ -207,7 +220,7 @@ static enum MHD_Result list(request *r)
         jerr_field(&e, "since", "since: '%s' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00Z", tf);
     if (e.msg[0])
         return http_reply_error(r->conn, &e);
-    jobs_list_filter lf = {.who = r->who, .by_user = uf != NULL, .user = (uid_t)uid, .by_state = sf != NULL,
+    jobs_list_filter lf = {.who = r->who, .by_user = uf != NULL, .user = (uid_t)uid, .by_state = by_state,
                            .state = want, .by_gpu = gf != NULL, .gpu_uuid = guuid, .since_ms = (int64_t)since * 1000,
                            .expand = query_true(r, "expand")};
     return jobs_list_reply(r->conn, &lf);
@@ -494,7 +507,10 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
                                  : !strcmp(action, "kill") ? ARRAY_CTL_KILL
                                                            : ARRAY_CTL_CANCEL;
         uint64_t acted;
-        if (array_ctl_act(a, tasks, act, r->who.uid, &acted, &e) < 0)
+        enum job_state only;
+        bool by_state;
+        if (!query_status(r, &by_state, &only, &e) ||
+            array_ctl_act(a, tasks, by_state ? &only : NULL, act, r->who.uid, &acted, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
@@ -724,6 +740,15 @@ static enum MHD_Result one_job(request *r, const char *rest)
         int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
                                            : !strcmp(action, "kill") ? job_ctl_kill
                                                                      : job_ctl_cancel;
+        /* ?status=STATE: only while it is in that state (what a listing saw may have changed
+         * since: a QUEUED job picked by rnx job stop --status=QUEUED that started meanwhile runs on) */
+        enum job_state only;
+        bool by_state;
+        if (!query_status(r, &by_state, &only, &e))
+            return http_reply_error(r->conn, &e);
+        if (by_state && j->state != only)
+            return http_reply_error(r->conn, (jerr_http(&e, 409, "job %s is %s now, not %s: left as it is", j->id,
+                                                        job_state_name(j->state), job_state_name(only)), &e));
         if (act(j, r->who.uid, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();

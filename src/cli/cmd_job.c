@@ -161,8 +161,9 @@ static const char list_help[] =
     "tasks too.\n"
     "\n"
     "Flags:\n"
-    "  --status STATUS   only jobs in this state: PENDING, SCHEDULED, QUEUED, RUNNING,\n"
-    "                    STOPPING, PREEMPTED, HELD, SUSPENDED, STOPPED, COMPLETED, FAILED, CANCELED\n"
+    "  --status STATUS   only jobs in this state, and arrays with a task in it: PENDING,\n"
+    "                    SCHEDULED, QUEUED, RUNNING, STOPPING, PREEMPTED, HELD, SUSPENDED,\n"
+    "                    STOPPED, COMPLETED, FAILED, CANCELED\n"
     "  --name NAME       only jobs (and arrays) of this name\n"
     "  --expand          each started task of a job array on a line of its own (ID_7)\n"
     "  --gpu GPU         only jobs that hold or held this GPU (an index or a UUID)\n"
@@ -221,7 +222,7 @@ static const char stop_help[] =
     "  --force          SIGKILL to every process at once, as 'rnx job kill' (also while a\n"
     "                   stop's grace period runs)\n"
     "  --name NAME      the jobs (and arrays) of this name (scancel --name)\n"
-    "  --status STATUS  the jobs in this state (scancel --state)\n"
+    "  --status STATUS  the jobs in this state, an array's tasks in it (scancel --state)\n"
     "  --user USER      this user's jobs, a name or a uid (scancel --user; others': root)\n"
     "  --json           print each job object afterwards\n"
     "  -h, --help       show this help\n";
@@ -274,7 +275,8 @@ static const char cancel_help[] =
     "\n"
     "Flags:\n"
     "  --name NAME      the jobs (and arrays) of this name\n"
-    "  --status STATUS  the jobs in this state (PENDING, SCHEDULED, QUEUED, PREEMPTED, HELD)\n"
+    "  --status STATUS  the jobs in this state, an array's tasks in it (PENDING, SCHEDULED,\n"
+    "                   QUEUED, PREEMPTED, HELD)\n"
     "  --user USER      this user's jobs, a name or a uid (others': root)\n"
     "  --json           print each job object afterwards\n"
     "  -h, --help       show this help\n";
@@ -1373,6 +1375,7 @@ typedef struct action {
     bool stop, kill, del, all;
     int sig;
     char signame[16];
+    const char *only; /* --status: act only while the job (an array: its tasks) is in this state */
 } action;
 
 /* One request, one line of confirmation. quiet_409: a job chosen by name, state or user that
@@ -1385,7 +1388,7 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
         return RNX_FAIL;
     jerr e = {0};
     int fail = 0;
-    char path[64];
+    char path[80];
     if (a->del) {
         char *p = job_path(cl, id, "");
         fail = client_request(cl, "DELETE", p, NULL, &answer, &e);
@@ -1400,7 +1403,8 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
         if (a->sig && a->sig != SIGKILL)
             snprintf(path, sizeof path, "/kill?signal=%s%s", a->signame, a->all ? "&all=1" : "");
         else
-            snprintf(path, sizeof path, "%s", a->kill ? "/kill" : a->stop ? "/stop" : "/cancel");
+            snprintf(path, sizeof path, "%s%s%s", a->kill ? "/kill" : a->stop ? "/stop" : "/cancel",
+                     a->only ? "?status=" : "", a->only ? a->only : "");
         char *p = job_path(cl, id, path);
         fail = client_request(cl, "POST", p, NULL, &answer, &e);
         free(p);
@@ -1445,7 +1449,9 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
 /* scancel's choice by name, state and user: the jobs and arrays `rnx job list --status --user`
  * shows, of that name, that the action can take (cancel: those that wait, an array with tasks not
  * ended; stop: those not ended), newest first, so that a job is acted on before the jobs it waits
- * for (canceling a dependency first would cancel its dependents by cascade, under our feet).
+ * for (canceling a dependency first would cancel its dependents by cascade, under our feet). An
+ * array is listed when any of its tasks is in the state asked for, and the action (?status) takes
+ * only those tasks (scancel -t PENDING 123: its pending tasks, the running ones left).
  * Appended to *ids (strings the caller frees). 0, or an exit code. */
 static int select_jobs(const rnx_ctx *ctx, const pick_flags *pf, bool cancel, char ***ids, size_t *n)
 {
@@ -1454,6 +1460,11 @@ static int select_jobs(const rnx_ctx *ctx, const pick_flags *pf, bool cancel, ch
         return RNX_FAIL;
     json_t *jobs = NULL;
     int rc = list_fetch(cl, &(list_pick){.status = pf->status, .name = pf->name, .user = pf->user}, &jobs);
+    enum job_state want;
+    bool by_state = pf->status[0] && job_state_parse(pf->status, &want) == 0;
+    /* tasks in an ended state, or running ones for cancel: nothing an array's action would take */
+    bool tasks_takeable = !by_state || (!job_state_terminal(want) &&
+                                        (!cancel || job_state_waiting(want) || want == JS_PENDING || want == JS_HELD));
     if (rc == RNX_OK) {
         for (size_t i = json_array_size(jobs); i-- > 0;) {
             json_t *job = json_array_get(jobs, i);
@@ -1462,7 +1473,8 @@ static int select_jobs(const rnx_ctx *ctx, const pick_flags *pf, bool cancel, ch
             if (!id || !st || job_state_parse(st, &s) < 0)
                 continue;
             bool array = kind && !strcmp(kind, "array");
-            if (job_state_terminal(s) || (cancel && !array && !job_state_waiting(s) && s != JS_PENDING && s != JS_HELD))
+            if (job_state_terminal(s) || (cancel && !array && !job_state_waiting(s) && s != JS_PENDING && s != JS_HELD) ||
+                (array && !tasks_takeable))
                 continue;
             *ids = xrealloc(*ids, (*n + 1) * sizeof **ids);
             (*ids)[(*n)++] = xstrdup(id);
@@ -1529,6 +1541,7 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     }
     if (!picks)
         return rc;
+    a.only = pf.status[0] ? pf.status : NULL;
     char **ids = NULL;
     size_t n = 0;
     int r = select_jobs(ctx, &pf, cancel, &ids, &n);

@@ -31,17 +31,21 @@ static void say(jarray *a, enum job_event ev, uid_t by, const arrayspec *tasks, 
     }
 }
 
-int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid_t by, uint64_t *acted, jerr *e)
+int array_ctl_act(jarray *a, const arrayspec *tasks, const enum job_state *only, enum array_ctl_act act, uid_t by,
+                  uint64_t *acted, jerr *e)
 {
     *acted = 0;
-    int64_t n = arrays_cancel_unmade(a, tasks, by, e);
-    if (n < 0)
-        return -1;
-    *acted += (uint64_t)n;
+    if (!only || arrays_unmade_state(a) == *only) {
+        int64_t n = arrays_cancel_unmade(a, tasks, by, e);
+        if (n < 0)
+            return -1;
+        *acted += (uint64_t)n;
+    }
     uint64_t busy = 0;
     for (size_t i = 0; i < a->ntasks; i++) {
         job *j = a->tasks[i];
-        if (!j || job_state_terminal(j->state) || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
+        if (!j || job_state_terminal(j->state) || (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)) ||
+            (only && j->state != *only))
             continue;
         bool waiting = job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD;
         if (act == ARRAY_CTL_CANCEL && !waiting && !job_ctl_requeuing(j)) { /* (one being requeued would wait) */
@@ -66,7 +70,8 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
         say(a, JE_STOPPING, by, tasks, act == ARRAY_CTL_CANCEL ? "canceled" : act == ARRAY_CTL_STOP ? "stopped" : "killed",
             *acted);
     if (!*acted)
-        return jerr_http(e, 409, "array %s: no task %swas left to %s%s", a->id, tasks ? "named " : "",
+        return jerr_http(e, 409, "array %s: no task %s%s%swas left to %s%s", a->id, tasks ? "named " : "",
+                         only ? job_state_name(*only) : "", only ? " " : "",
                          act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",
                          busy ? " (those named run: stop them with rnx job stop)" : "");
     return 0;
@@ -75,7 +80,7 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid
 int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t by, uint64_t *acted, jerr *e)
 {
     if (sig == SIGKILL)
-        return array_ctl_act(a, tasks, ARRAY_CTL_KILL, by, acted, e);
+        return array_ctl_act(a, tasks, NULL, ARRAY_CTL_KILL, by, acted, e);
     *acted = 0;
     for (size_t i = 0; i < a->ntasks; i++) {
         job *j = a->tasks[i];

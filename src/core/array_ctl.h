@@ -16,10 +16,13 @@
 #include "job.h"
 
 enum array_ctl_act { ARRAY_CTL_CANCEL, ARRAY_CTL_STOP, ARRAY_CTL_KILL };
-/* The tasks named (NULL: every task): those not made are canceled (no job is made for them);
- * the made ones get the act (job_ctl.h): cancel acts on those waiting, stop and kill on those
- * running too. 409 when no task named was left to act on. *acted: tasks acted on. */
-int array_ctl_act(jarray *a, const arrayspec *tasks, enum array_ctl_act act, uid_t by, uint64_t *acted, jerr *e);
+/* The tasks named (NULL: every task), and of them only those in state *only where only is given
+ * (Slurm's scancel --state: a running array's QUEUED tasks, its running ones left; the tasks not
+ * made count in the state arrays_unmade_state says): those not made are canceled (no job is made
+ * for them); the made ones get the act (job_ctl.h): cancel acts on those waiting, stop and kill on
+ * those running too. 409 when no task was left to act on. *acted: tasks acted on. */
+int array_ctl_act(jarray *a, const arrayspec *tasks, const enum job_state *only, enum array_ctl_act act, uid_t by,
+                  uint64_t *acted, jerr *e);
 /* rnx job kill --signal=SIG [--all] on an array (Slurm's scancel --signal): sig to each task
  * named (NULL: every task) that runs, as job_ctl_signal sends it; the others, and the tasks not
  * made, are left as they are. SIGKILL is array_ctl_act's ARRAY_CTL_KILL. 409 when no task named

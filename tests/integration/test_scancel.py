@@ -78,6 +78,52 @@ def test_cancel_and_stop_by_name(daemon):
     d.rnx("job", "cancel", other, check=True)
 
 
+def test_by_state_takes_an_arrays_tasks_in_that_state(daemon):
+    """An array is listed by --status when any of its tasks is in that state (squeue -t PD shows a
+    running array's pending tasks), and cancel or stop --status takes those tasks alone (scancel
+    -t PENDING 123): a running array's queued tasks are canceled, its running ones go on; stop
+    --status=RUNNING stops the running task and the next one starts. What the listing saw is
+    checked again when the action comes (?status): a job that started meanwhile is left running."""
+    d = daemon
+    name = "states-" + os.urandom(3).hex()
+    a = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "name": name, "array": "0-5%2"})[1]["id"]
+    b = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "name": name + "-b", "array": "0-3%1"})[1]["id"]
+    for arr, running in ((a, 2), (b, 1)):
+        for t in range(running):
+            d.wait_status(f"{arr}_{t}", "RUNNING")
+    counts = d.api("GET", f"/v1/jobs/{a}")[1]["array"]["counts"]
+    assert counts == {"RUNNING": 2, "QUEUED": 4}, counts
+    for st in ("QUEUED", "RUNNING"):
+        listed = json.loads(d.rnx("job", "list", f"--name={name}", f"--status={st}", "--json", check=True).stdout)
+        assert [j["id"] for j in listed] == [a], (st, listed)
+    assert json.loads(d.rnx("job", "list", f"--name={name}", "--status=HELD", "--json", check=True).stdout) == []
+    # one running job: ?status that no longer holds is refused and leaves it as it is
+    code, ans = d.api("POST", f"/v1/jobs/{a}_0/stop?status=QUEUED")
+    assert code == 409 and "is RUNNING now, not QUEUED" in ans["error"]["message"], (code, ans)
+    assert d.job(f"{a}_0")["status"] == "RUNNING"
+    code, ans = d.api("POST", f"/v1/jobs/{a}/cancel?status=WAITING")
+    assert code == 400 and ans["error"].get("field") == "status", (code, ans)
+    code, ans = d.api("POST", f"/v1/jobs/{a}/cancel?status=HELD")
+    assert code == 409 and "no task HELD was left to cancel" in ans["error"]["message"], (code, ans)
+
+    p = d.rnx("job", "cancel", f"--name={name}", "--status=QUEUED")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.splitlines() == [f"canceled 4 tasks of array {a} (now 2 RUNNING, 4 CANCELED)"], p.stdout
+    assert [d.job(f"{a}_{t}")["status"] for t in range(2)] == ["RUNNING", "RUNNING"]
+    # cancel takes no running task: with --status=RUNNING nothing is left for it
+    p = d.rnx("job", "cancel", f"--name={name}", "--status=RUNNING")
+    assert p.returncode == 0 and "no job you can see matches" in p.stderr, (p.stdout, p.stderr)
+
+    p = d.rnx("job", "stop", f"--name={name}-b", "--status=RUNNING")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.startswith(f"stopping or canceled 1 task of array {b}"), p.stdout
+    assert d.wait(f"{b}_0")["status"] == "STOPPED"
+    d.wait_status(f"{b}_1", "RUNNING")    # its queued tasks go on
+    for arr in (a, b):
+        d.rnx("job", "stop", arr, check=True)
+    assert d.wait(a)["status"] == "STOPPED" and d.wait(b)["status"] == "STOPPED"
+
+
 def test_by_user_and_out_of_reach(daemon):
     """root takes a user's jobs with --user; a user's --name never reaches root's jobs of that name,
     and --user naming another is refused as rnx job list refuses it."""
