@@ -161,7 +161,7 @@ static const struct {
     {"-m", "--max-memory", MEMORY_HABIT},
     {"--memory", "--max-memory", MEMORY_HABIT},
     {"--mem", "--max-memory", MEMORY_HABIT},
-    {"--time", "--max-runtime", "did you mean '--max-runtime'? (sbatch's --time: --max-runtime=2h, 30min, 1d)"},
+    {"--time", "--max-runtime", "did you mean '--max-runtime'? (sbatch's --time: --max-runtime=2:00:00, 1-0, 2h, 30min)"},
     {"--gres", "--gpu", "did you mean '--gpu'? (sbatch's --gres=gpu:2 is --gpu=2, gpu:h100:2 --gpu=2 --gpu-type=H100)"},
     {"--gpus-per-node", "--gpu", "did you mean '--gpu'? (--gpu=N GPUs, --gpu=all every one)"},
     {"-a", "--expand", LIST_ALL_HABIT},

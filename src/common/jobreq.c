@@ -71,8 +71,10 @@ const jobreq_field jobreq_fields[JR_N] = {
         "LIST", "CPUs the job may run on: 0-3, 1,3,5, 0-1,4", .limit = "cpu_cores %s"},
     [JR_MAX_RUNTIME_S] = {"max_runtime_s", "--max-runtime", "max_runtime", true, false, JK_INT, JU_SECONDS, 1,
                           TEN_YEARS_S, OFF(max_runtime_s),
-                          "must be a duration from %lld second to %lld seconds (ten years): 90, 30s, 30min, 2h30m, 1d",
-        "DURATION", "stop the job after this long: 90, 30s, 30min, 2h30m, 1d", .limit = "max runtime %s"},
+                          "must be a duration from %lld second to %lld seconds (ten years): 90, 30s, 30min, 2h30m, 1d, "
+                          "or Slurm's H:MIN:SEC, D-H[:MIN[:SEC]]",
+        "DURATION", "stop the job after this long: 90, 30s, 30min, 2h30m, 1d, or Slurm's\n"
+                    "2:00:00, 1-12 (a bare number is seconds)", .limit = "max runtime %s"},
     [JR_SCHEDULE_AT] = {"schedule_at", "--schedule", NULL, false, false, JK_TEXT, JU_TIME, 1, 64, OFF(schedule_at),
                         "is not an RFC 3339 time (2026-11-22T15:04:05Z)",
         "WHEN", "start later: a delay (30min, 2h) or a time (2026-11-22T15:00:00Z)"},
@@ -286,6 +288,20 @@ static void quote_shown(const char *shown, char v[80])
     for (char *c = v; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';   /* no control characters in a message for a terminal */
+}
+
+/* A duration in seconds: parse_duration's 90, 30min, 2h30m, 1d, or Slurm's time limits with a
+ * colon or a dash, 2:00:00, 1-12, 1-0:30 (sbatch --time, scontrol update TimeLimit=); a bare
+ * number stays seconds, as everywhere in rnx, not Slurm's minutes. */
+static int seconds_text(const char *field, const char *text, uint64_t *u, jerr *e)
+{
+    if (!strpbrk(text, ":-"))
+        return parse_duration(field, text, u, e);
+    long long s = parse_slurm_time(text);
+    if (s <= 0) /* malformed, or none: a limit is left out to have none */
+        return -1;
+    *u = (uint64_t)s;
+    return 0;
 }
 
 /* "gpu_count: '0' must be a number of GPUs from 1 to 64, or all" */
@@ -1025,7 +1041,7 @@ int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t 
          * does for the same text sent to the API */
         if ((f->unit == JU_MB && parse_size_mb(f->key, text, &u, &tmp) < 0) ||
             (f->unit == JU_BYTES && parse_bytes(f->key, text, &u, &tmp) < 0) ||
-            (f->unit == JU_SECONDS && parse_duration(f->key, text, &u, &tmp) < 0) ||
+            (f->unit == JU_SECONDS && seconds_text(f->key, text, &u, &tmp) < 0) ||
             (f->unit != JU_MB && f->unit != JU_BYTES && f->unit != JU_SECONDS) || u > INT64_MAX)
             return refuse(e, f, text);
         /* checked in the API's unit, but refused in the words the person typed */

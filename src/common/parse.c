@@ -416,3 +416,61 @@ int parse_serial(const char *s, char *out, size_t len)
     parse_serial_bytes(b, nb, out, len);
     return 0;
 }
+
+/* A whole number from lo to hi, all of s (digits only). */
+static bool whole_in(const char *s, long long lo, long long hi, long long *out)
+{
+    if (!*s || strlen(s) > 18)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return false;
+    long long v = strtoll(s, NULL, 10);
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+long long parse_slurm_time(const char *s)
+{
+    if (!strcmp(s, "0") || !strcmp(s, "-1") || !strcasecmp(s, "UNLIMITED") || !strcasecmp(s, "INFINITE"))
+        return -1;
+    long long part[4] = {0};
+    int n = 0;
+    long long days = 0;
+    const char *p = s;
+    const char *dash = strchr(s, '-');
+    char buf[32];
+    if (strlen(s) >= sizeof buf)
+        return -2;
+    if (dash) {
+        snprintf(buf, sizeof buf, "%.*s", (int)(dash - s), s);
+        if (!whole_in(buf, 0, 36500, &days))
+            return -2;
+        p = dash + 1;
+    }
+    while (n < 3) {
+        size_t len = strcspn(p, ":");
+        snprintf(buf, sizeof buf, "%.*s", (int)len, p);
+        if (!whole_in(buf, 0, 100000000, &part[n++]))
+            return -2;
+        p += len;
+        if (!*p)
+            break;
+        p++;
+    }
+    if (*p)
+        return -2;
+    long long secs;
+    if (dash) /* D-H, D-H:M, D-H:M:S */
+        secs = part[0] * 3600 + (n > 1 ? part[1] * 60 : 0) + (n > 2 ? part[2] : 0);
+    else if (n == 1) /* minutes */
+        secs = part[0] * 60;
+    else if (n == 2) /* minutes:seconds */
+        secs = part[0] * 60 + part[1];
+    else /* hours:minutes:seconds */
+        secs = part[0] * 3600 + part[1] * 60 + part[2];
+    secs += days * 86400;
+    return secs ? secs : -1;
+}

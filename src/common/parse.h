@@ -19,6 +19,10 @@ int parse_cpu_list(const char *field, const char *s, uint8_t mask[CPU_MAX / 8], 
 int format_cpu_list(const uint8_t mask[CPU_MAX / 8], char *out, size_t outlen);
 /* Durations: "30s", "30min", "2h30m", "1d", "90" (seconds). */
 int parse_duration(const char *field, const char *s, uint64_t *seconds, jerr *e);
+/* Slurm's time limits (sbatch --time): "MIN", "MIN:SEC", "H:MIN:SEC", "D-H", "D-H:MIN",
+ * "D-H:MIN:SEC"; 0, -1, UNLIMITED or INFINITE for none. Seconds, or -1 for none (a zero time
+ * too); -2 when malformed. */
+long long parse_slurm_time(const char *s);
 int parse_rfc3339(const char *s, time_t *out);
 /* "KEY=VALUE" with KEY a portable environment name. key gets a copy of the name. */
 int parse_env_pair(const char *field, const char *s, char *key, size_t keylen, const char **value, jerr *e);

@@ -65,51 +65,6 @@ bool sbatch_whole(const char *s, long long lo, long long hi, long long *out)
     return true;
 }
 
-/* Slurm's --time: "MIN", "MIN:SEC", "H:MIN:SEC", "D-H", "D-H:MIN", "D-H:MIN:SEC"; 0, -1,
- * UNLIMITED or INFINITE for none. Seconds, or -1 for none; -2 when malformed. */
-static long long slurm_time(const char *s)
-{
-    if (!strcmp(s, "0") || !strcmp(s, "-1") || !strcasecmp(s, "UNLIMITED") || !strcasecmp(s, "INFINITE"))
-        return -1;
-    long long part[4] = {0};
-    int n = 0;
-    long long days = 0;
-    const char *p = s;
-    const char *dash = strchr(s, '-');
-    char buf[32];
-    if (strlen(s) >= sizeof buf)
-        return -2;
-    if (dash) {
-        snprintf(buf, sizeof buf, "%.*s", (int)(dash - s), s);
-        if (!sbatch_whole(buf, 0, 36500, &days))
-            return -2;
-        p = dash + 1;
-    }
-    while (n < 3) {
-        size_t len = strcspn(p, ":");
-        snprintf(buf, sizeof buf, "%.*s", (int)len, p);
-        if (!sbatch_whole(buf, 0, 100000000, &part[n++]))
-            return -2;
-        p += len;
-        if (!*p)
-            break;
-        p++;
-    }
-    if (*p)
-        return -2;
-    long long secs;
-    if (dash) /* D-H, D-H:M, D-H:M:S */
-        secs = part[0] * 3600 + (n > 1 ? part[1] * 60 : 0) + (n > 2 ? part[2] : 0);
-    else if (n == 1) /* minutes */
-        secs = part[0] * 60;
-    else if (n == 2) /* minutes:seconds */
-        secs = part[0] * 60 + part[1];
-    else /* hours:minutes:seconds */
-        secs = part[0] * 3600 + part[1] * 60 + part[2];
-    secs += days * 86400;
-    return secs ? secs : -1;
-}
-
 /* Slurm's memory: a number with K, M (the default), G or T. Megabytes, rounded up; -1 when
  * malformed. */
 long long sbatch_mb(const char *s)
@@ -407,7 +362,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
         set_slot(p, o->slot, xstrdup(v));
         return 0;
     case SB_TIME: {
-        long long s = slurm_time(v);
+        long long s = parse_slurm_time(v);
         if (s == -2)
             return jerr_input(e, "time", "%s: '%.64s': a time limit is MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, "
                               "DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS (UNLIMITED for none)",

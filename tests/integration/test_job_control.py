@@ -264,6 +264,11 @@ def test_update_changes_a_waiting_job_through_the_submission_schema(d):
     assert (j["gpu_request"]["count"], j["limits"]["max_runtime_s"]) == (2, 7200)
     assert ("updated", 0, "by uid 0: priority 0 -> 5, max_runtime_s none -> 7200, gpu_count 1 -> 2") in events(d, a)
     assert "updated    by uid 0: priority 0 -> 5" in detail_text(d, a)
+    # Slurm's TimeLimit= forms (scontrol update TimeLimit=1-12:30); a bare number stays seconds
+    d.rnx("job", "update", a, "--max-runtime=1-12:30", check=True)
+    assert d.job(a)["limits"]["max_runtime_s"] == 131400
+    p = d.rnx("job", "update", a, "--max-runtime=1:2:3:4")
+    assert p.returncode == 2 and "'1:2:3:4'" in p.stderr and "D-H[:MIN[:SEC]]" in p.stderr, p.stderr
     # the machine's check, as at submission: 8 GPUs on a 4-GPU machine
     code, e = d.api("POST", f"/v1/jobs/{a}/update", {"gpu_count": 8})
     assert code == 400 and e["error"]["field"] == "gpu_count", e

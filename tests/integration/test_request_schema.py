@@ -53,7 +53,7 @@ CASES = {
     "max-runtime-0": (["--max-runtime=0"], "resources:\n  max_runtime: 0", {"max_runtime_s": 0},
                       ("--max-runtime", "max_runtime", "max_runtime_s"), "rnx",
                       "'0' must be a duration from 1 second to 315360000 seconds (ten years): 90, 30s, 30min, "
-                      "2h30m, 1d"),
+                      "2h30m, 1d, or Slurm's H:MIN:SEC, D-H[:MIN[:SEC]]"),
     "max-cpu-0": (["--max-cpu=0"], "resources:\n  max_cpu: 0", {"max_cpu": 0},
                   ("--max-cpu", "max_cpu", "max_cpu"), "rnx",
                   "'0' must be a CPU percentage from 1 up: a whole number, 100 = one core (e.g. 50, 250)"),

@@ -490,7 +490,7 @@ def test_workflows_by_name(fresh_daemon, tmp_path):
     (["job", "run", "--mem=4G", "true"], "unknown flag '--mem' for 'rnx job run'; did you mean '--max-memory'? "
      "(--max-memory=1GB, 512MB, or megabytes: 512)"),
     (["job", "run", "--time=2h", "true"], "unknown flag '--time' for 'rnx job run'; did you mean '--max-runtime'? "
-     "(sbatch's --time: --max-runtime=2h, 30min, 1d)"),
+     "(sbatch's --time: --max-runtime=2:00:00, 1-0, 2h, 30min)"),
     (["job", "run", "--gres=gpu:2", "true"], "unknown flag '--gres' for 'rnx job run'; did you mean '--gpu'? "
      "(sbatch's --gres=gpu:2 is --gpu=2, gpu:h100:2 --gpu=2 --gpu-type=H100)"),
     (["job", "run", "-J", "x", "true"], "unknown flag '-J' for 'rnx job run'; did you mean '--name'?"),

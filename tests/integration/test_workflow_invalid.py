@@ -48,7 +48,8 @@ MALFORMED = [
     ('jobs:\n  a:\n    command: x\n    resources:\n      priority: 5000\n',
      "5:17: job 'a': priority: '5000' must be a whole number from -1000 to 1000 (higher runs first; default 0)"),
     ('jobs:\n  a:\n    command: x\n    resources:\n      max_runtime: soon\n',
-     "5:20: job 'a': max_runtime: 'soon' must be a duration from 1 second to 315360000 seconds (ten years): 90, 30s, 30min, 2h30m, 1d"),
+     "5:20: job 'a': max_runtime: 'soon' must be a duration from 1 second to 315360000 seconds (ten years): 90, 30s, 30min, 2h30m, 1d, "
+     "or Slurm's H:MIN:SEC, D-H[:MIN[:SEC]]"),
     ('jobs:\n  a:\n    command: x\n    resources:\n      preemptible: maybe\n',
      "5:20: job 'a': preemptible: 'maybe' must be true or false"),
     ('jobs:\n  a:\n    command: x\n    environment: [A=1]\n',

@@ -79,7 +79,9 @@ typedef struct field_case {
 #define CAPS "must be a list of GPU indexes or UUIDs (rnx gpu list)"
 #define SIZE_MB "is not a size of at least %s MB; use megabytes (4096) or a unit: 4096MB, 8GB"
 #define CPU_PCT "must be a CPU percentage from 1 up: a whole number, 100 = one core (e.g. 50, 250)"
-#define DURATION "must be a duration from 1 second to 315360000 seconds (ten years): 90, 30s, 30min, 2h30m, 1d"
+#define DURATION                                                                                                   \
+    "must be a duration from 1 second to 315360000 seconds (ten years): 90, 30s, 30min, 2h30m, 1d, or Slurm's "     \
+    "H:MIN:SEC, D-H[:MIN[:SEC]]"
 #define DRIVER_CAPS "use compute, utility, video, graphics, display, compat32 or all"
 
 static const field_case cases[] = {
@@ -445,6 +447,9 @@ static void test_text_units(void **state)
         {JR_MAX_RUNTIME_S, "90", 90},       {JR_MAX_RUNTIME_S, "30min", 1800}, {JR_MAX_RUNTIME_S, "1d", 86400},
         {JR_MAX_CPU, "250", 250},           {JR_MAX_CPU, "100%", 100},         {JR_PRIORITY, "-5", -5},
         {JR_GPU_MEMORY_MB, "1GB", 1024},
+        /* Slurm's time limits, as sbatch --time and scontrol update TimeLimit= take them */
+        {JR_MAX_RUNTIME_S, "2:00:00", 7200}, {JR_MAX_RUNTIME_S, "90:30", 5430}, {JR_MAX_RUNTIME_S, "1-0", 86400},
+        {JR_MAX_RUNTIME_S, "1-12:30", 131400}, {JR_MAX_RUNTIME_S, "2-0:0:5", 172805},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         job_req r = {0};
@@ -462,6 +467,11 @@ static void test_text_units(void **state)
         {JR_MAX_MEMORY_MB, "99999999999TB", "max_memory_mb: '99999999999TB' is not a size of at least 4 MB; use "
                                             "megabytes (4096) or a unit: 4096MB, 8GB"},
         {JR_MAX_RUNTIME_S, "3651d", "max_runtime_s: '3651d' " DURATION},
+        {JR_MAX_RUNTIME_S, "3651-0", "max_runtime_s: '3651-0' " DURATION},
+        {JR_MAX_RUNTIME_S, "0:00", "max_runtime_s: '0:00' " DURATION},       /* Slurm's none: a limit is left out */
+        {JR_MAX_RUNTIME_S, "UNLIMITED", "max_runtime_s: 'UNLIMITED' " DURATION},
+        {JR_MAX_RUNTIME_S, "1:2:3:4", "max_runtime_s: '1:2:3:4' " DURATION},
+        {JR_MAX_RUNTIME_S, "1-", "max_runtime_s: '1-' " DURATION},
         {JR_MAX_CPU, "%", "max_cpu: '%' " CPU_PCT},
         {JR_MAX_CPU, "0%", "max_cpu: '0%' " CPU_PCT},
         {JR_PRIORITY, "1e3", "priority: '1e3' must be a whole number from -1000 to 1000 (higher runs first; default 0)"},

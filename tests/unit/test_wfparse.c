@@ -574,7 +574,7 @@ static void test_resources_values(void **state)
                  "wf.yaml:5:18: job 'a': cpu_cores: '0-' is not a CPU list; use ranges and commas, e.g. 0-3 or 1,3,5");
     REFUSED_ONCE(RES("max_runtime: 3x"),
                  "wf.yaml:5:20: job 'a': max_runtime: '3x' must be a duration from 1 second to 315360000 seconds (ten "
-                 "years): 90, 30s, 30min, 2h30m, 1d");
+                 "years): 90, 30s, 30min, 2h30m, 1d, or Slurm's H:MIN:SEC, D-H[:MIN[:SEC]]");
     REFUSED_ONCE(RES("gpu_count: 65"),
                  "wf.yaml:5:18: job 'a': gpu_count: '65' must be a number of GPUs from 0 to 64, or all");
     REFUSED_ONCE(RES("gpu_count: -1"),
