@@ -389,6 +389,7 @@ int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e
     if (commit_delete(n, e) < 0)
         return -1;
     workflow_forget_array(a); /* (a workflow's: dropped once it keeps nothing) */
+    job_events_forget(a->id);
     arrays_delete_rest(a);
     return 0;
 }
@@ -425,6 +426,7 @@ int array_ctl_reap(const caller *who, jerr *e)
     }
     for (size_t i = 0; i < n; i++) {
         workflow_forget_array(gone[i]);
+        job_events_forget(gone[i]->id);
         arrays_delete_rest(gone[i]);
     }
     free(gone);

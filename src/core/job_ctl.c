@@ -171,6 +171,7 @@ static void delete_rest(job *j)
     job_logs_detach(j);
     job_term_wake(j); /* (an ended job's waiters heard at its end already) */
     job_launch_forget(j);
+    job_events_forget(j->id);
     workflow_forget_job(j);
     arrays_forget_task(j);
     networks_release(j); /* (given back at its end already, unless it is deleted before the settle step) */

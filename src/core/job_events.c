@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../common/log.h"
 #include "../common/util.h"
@@ -24,16 +25,116 @@ const char *job_event_name(enum job_event ev)
     return (size_t)ev < ARRAY_LEN(names) ? names[ev] : "?";
 }
 
+/* Events kept until a commit takes them: one that a failed commit rolled back (or whose insert
+ * failed) is written again, before any later event (its job's history stays in order) or by
+ * state.c's resync, as a job's row is; audit.c keeps its records of changes the same way. */
+#define EVENTS_KEPT_MAX 65536
+typedef struct kept_event {
+    char id[64];
+    int64_t ts_ms, uid;
+    enum job_event ev;
+    char *detail; /* NULL none */
+    bool in_txn;  /* inserted into the open transaction */
+} kept_event;
+
+static kept_event *kept;
+static size_t nkept, kept_cap, nlost; /* nlost: those not in the open transaction */
+
+static void insert(kept_event *k)
+{
+    db_event x = {k->ts_ms, job_event_name(k->ev), k->uid, k->detail};
+    jerr e = {0};
+    if (db_event_add(core.db, k->id, &x, JOB_EVENTS_MAX, &e) < 0) {
+        log_err("job %s: event %s not recorded (tried again after the next commit): %s", k->id, x.event, e.msg);
+        return;
+    }
+    k->in_txn = true;
+    nlost--;
+}
+
+/* Those a failed commit lost, into the open transaction, oldest first. */
+static void insert_lost(void)
+{
+    for (size_t i = 0; i < nkept && nlost; i++)
+        if (!kept[i].in_txn)
+            insert(&kept[i]);
+}
+
+static void events_committed(bool ok)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < nkept; i++) {
+        if (ok && kept[i].in_txn) {
+            free(kept[i].detail);
+            continue;
+        }
+        nlost += kept[i].in_txn;
+        kept[i].in_txn = false;
+        kept[k++] = kept[i];
+    }
+    nkept = k;
+}
+
+static bool events_unsaved(void) { return nlost > 0; }
+
+static void events_resync(void)
+{
+    size_t before = nlost;
+    insert_lost();
+    if (before > nlost)
+        log_info("job events: %zu that a failed commit lost written again", before - nlost);
+}
+
+static const state_rows event_rows = {events_committed, events_unsaved, events_resync};
+
 static void record(const char *id, int64_t at_ms, enum job_event ev, int64_t uid, const char *fmt, va_list ap)
 {
     char detail[1024];
     vsnprintf(detail, sizeof detail, fmt, ap);
     if (!core.db)
         return;
-    db_event x = {at_ms > 0 ? at_ms : now_ms(), job_event_name(ev), uid, *detail ? detail : NULL};
-    jerr e = {0};
-    if (db_event_add(core.db, id, &x, JOB_EVENTS_MAX, &e) < 0)
-        log_err("job %s: event %s not recorded: %s", id, x.event, e.msg);
+    if (!kept_cap) {
+        kept_cap = 256;
+        kept = xmalloc(kept_cap * sizeof *kept);
+        state_rows_register(&event_rows);
+    }
+    if (nlost)
+        insert_lost(); /* (the job's earlier events first) */
+    if (nkept == EVENTS_KEPT_MAX) {
+        /* the database has taken no commit for that many events: the oldest goes */
+        log_err("job %s: event %s lost: more than %d events wait for the database", kept[0].id,
+                job_event_name(kept[0].ev), EVENTS_KEPT_MAX);
+        nlost -= !kept[0].in_txn;
+        free(kept[0].detail);
+        memmove(kept, kept + 1, (nkept - 1) * sizeof *kept);
+        nkept--;
+    }
+    if (nkept == kept_cap) {
+        kept_cap *= 2;
+        kept = xrealloc(kept, kept_cap * sizeof *kept);
+    }
+    kept_event *k = &kept[nkept++];
+    *k = (kept_event){.ts_ms = at_ms > 0 ? at_ms : now_ms(), .uid = uid, .ev = ev,
+                      .detail = *detail ? xstrdup(detail) : NULL};
+    snprintf(k->id, sizeof k->id, "%s", id);
+    nlost++;
+    insert(k);
+}
+
+void job_events_forget(const char *id)
+{
+    if (!nlost)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < nkept; i++) {
+        if (!kept[i].in_txn && !strcmp(kept[i].id, id)) {
+            nlost--;
+            free(kept[i].detail);
+            continue;
+        }
+        kept[k++] = kept[i];
+    }
+    nkept = k;
 }
 
 void job_event(job *j, enum job_event ev, int64_t uid, const char *fmt, ...)

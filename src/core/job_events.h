@@ -39,7 +39,8 @@ enum job_event {
 const char *job_event_name(enum job_event ev);
 
 /* Records an event now (at_ms: at that time), by uid (-1: joblet or nobody), with a detail
- * in words (printf). A database error is logged, never fatal. */
+ * in words (printf), in the open transaction; kept until a commit takes it, and written again
+ * when a failed commit rolled it back. A database error is logged, never fatal. */
 void job_event(job *j, enum job_event ev, int64_t uid, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* An array's history, under its id as a job's (an array is one row, and a job only for each task
  * made): who held, released, updated, suspended, requeued or stopped it, which its tasks not made
@@ -48,6 +49,10 @@ void job_event_array(const struct jarray *a, enum job_event ev, int64_t uid, con
     __attribute__((format(printf, 4, 5)));
 void job_event_at(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* A job or an array deleted: its events a failed commit lost are not written again (its rows,
+ * events included, are deleted in the open transaction). */
+void job_events_forget(const char *id);
 
 /* Whether the job's reason to wait (enum sched_wait) is new since the last JE_QUEUED recorded
  * for it in this run of joblet; marks it recorded. A new run (started, requeued) forgets it. */

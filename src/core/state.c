@@ -69,7 +69,7 @@ void state_forget_job(job *j)
 bool state_job_unsaved(const job *j) { return j->db_mark & STATE_DB_STALE; }
 
 /* Other files' rows (state.h) */
-#define STATE_ROWS_MAX 8 /* (four now: gpu_service, audit, volumes, job_launch) */
+#define STATE_ROWS_MAX 8 /* (five now: gpu_service, audit, volumes, job_launch, job_events) */
 static const state_rows *rows_kinds[STATE_ROWS_MAX];
 static size_t nrows_kinds;
 

@@ -161,6 +161,54 @@ def test_an_array_delete_the_database_did_not_take_leaves_the_array_whole(small_
     assert d.api("GET", f"/v1/jobs/{aid}")[0] == 404
 
 
+def history(d, jid):
+    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert code == 200, j
+    return [e["event"] for e in j["detail"]["events"]]
+
+
+def test_a_jobs_history_written_while_commits_fail_is_written_again(small_state):
+    """A running job stopped while the state filesystem is full: its row is written again once
+    the database takes commits (state.c resync), and so must be what its history says of the
+    same turns (stopping, ended), in order, before what came after them: after a kill -9 and a
+    restart `rnx job status --detail` tells the whole of it. The events were rows of the rolled
+    back transaction too, and nothing wrote them again (core/job_events.c keeps them now). A job
+    deleted meanwhile gets none of its lost events back."""
+    d = small_state(NO_RESERVE)
+    d.start()
+    jid, gone = d.submit("sleep", "600"), d.submit("sleep", "600")
+    d.wait_status(jid, "RUNNING")
+    d.wait_status(gone, "RUNNING")
+    empty_wal(d)
+    fill(d.state, 0)
+    ended = {}
+    try:
+        for j in (jid, gone):
+            d.api("POST", f"/v1/jobs/{j}/stop")
+            # (STOPPED, or FAILED "lost" when its shim found no room for its end record either)
+            ended[j] = d.wait(j)["status"]
+    finally:
+        unfill(d.state)
+    assert "the commit was rolled back" in d.log(), "no commit failed: the test did not fill the disk"
+    assert d.api("DELETE", f"/v1/jobs/{gone}")[0] == 200
+    d.wait(d.submit("true"))                  # commits go through again
+    deadline = time.time() + 10
+    while "that a failed commit lost written again" not in d.log() and time.time() < deadline:
+        time.sleep(0.1)
+    d.kill9()
+    d.start()
+    h = history(d, jid)
+    assert h[-2:] == ["stopping", "ended"], h
+    assert d.job(jid)["status"] == ended[jid]
+    assert d.api("GET", f"/v1/jobs/{gone}")[0] == 404
+    import sqlite3
+    c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
+    try:
+        assert c.execute("SELECT count(*) FROM job_events WHERE job_id = ?", (gone,)).fetchone()[0] == 0
+    finally:
+        c.close()
+
+
 def db_job_count(d):
     import sqlite3
     c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
