@@ -864,18 +864,21 @@ SHARED = {
     # dpkg and what the .deb installs (/usr/share/bash-completion, which test_completion reads;
     # test_packaging's meson install)
     "dpkg": ["test_deb.py", "test_packaging.py", "test_completion.py"],
-    # nftables' table inet joblet, the links jb-*/jv* (test_networks' fixture prunes and checks
-    # them) and the default networks' addresses; the host's interface list (test_cli and
-    # test_isolation compare a --network host job's with it; test_delegated adds a veth)
-    "host-network": ["test_networks.py", "test_networks_gvisor.py", "test_networks_rate.py", "test_cli.py",
-                     "test_isolation.py", "test_delegated.py", "test_networks_ml.py"],
     # the GPU scrub's holder check kills any process of the machine that holds a released GPU's
     # node (195:minor, the fixtures' minors are alike): test_gpu_holders' holders are another
     # daemon's to kill while one of these modules scrubs
     "gpu-scrub": ["test_gpu_holders.py", "test_gpu_isolation.py", "test_gpu_health.py"],
     # Slurm's fixed v1 cgroups slurm_node1/2, and every slurm* one swept at a cluster's end
-    "slurm": ["test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_plugin.py", "test_slurm_ml.py",
-              "test_slurm_hostile.py", "test_docs_slurm.py"],
+    "slurm": ["test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_plugin.py", "test_slurm_hostile.py",
+              "test_docs_slurm.py", "test_slurm_ml.py"],
+    # (handed out last of the groups, and test_slurm_ml above last of its group: their ML modules
+    # wait for runtime-cache's first build of python-3.11-ml, ~5 minutes on an empty machine,
+    # holding a worker idle; the later they start, the less)
+    # nftables' table inet joblet, the links jb-*/jv* (test_networks' fixture prunes and checks
+    # them) and the default networks' addresses; the host's interface list (test_cli and
+    # test_isolation compare a --network host job's with it; test_delegated adds a veth)
+    "host-network": ["test_networks.py", "test_networks_gvisor.py", "test_networks_rate.py", "test_cli.py",
+                     "test_isolation.py", "test_delegated.py", "test_networks_ml.py"],
 }
 GROUP_OF = {m: g for g, ms in SHARED.items() for m in ms}
 
