@@ -329,9 +329,21 @@ int job_ctl_may_release(const job *j, const caller *who, jerr *e)
 {
     /* a hold made by another than the job's owner (an admin, acting on others' jobs: Slurm's
      * JobHeldAdmin) is an admin's to release; the owner's own hold (JobHeldUser) its owner's */
-    if (j->state != JS_HELD || j->stopped_by < 0 || (uid_t)j->stopped_by == j->owner_uid)
+    if (j->state != JS_HELD)
         return 0;
     char what[200];
+    /* a task of an array an admin holds whole: let go, it would run while that hold stands (its
+     * own hold its owner's, made before the array's); as in Slurm, where the operator's hold
+     * covers each of the array's tasks, split out or not */
+    const jarray *a = j->array;
+    if (a && a->held && a->held_by >= 0 && (uid_t)a->held_by != j->owner_uid) {
+        snprintf(what, sizeof what, "releasing job %s, a task of array %.8s held by uid %lld (an admin's hold; its "
+                                    "owner releases only its own holds)", j->id, a->id, (long long)a->held_by);
+        if (authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e) < 0)
+            return -1;
+    }
+    if (j->stopped_by < 0 || (uid_t)j->stopped_by == j->owner_uid)
+        return 0;
     snprintf(what, sizeof what, "releasing job %s, held by uid %lld (an admin's hold; its owner releases only "
                                 "its own holds)", j->id, (long long)j->stopped_by);
     return authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e);

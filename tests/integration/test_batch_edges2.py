@@ -161,3 +161,26 @@ def test_an_owners_requeue_hold_of_a_task_does_not_make_an_admins_array_hold_the
         assert p.returncode == 1 and d.job(task)["status"] == "HELD", (p.returncode, p.stderr, d.job(task))
     finally:
         d.rnx("job", "cancel", aid)
+
+
+def test_an_owners_hold_of_a_task_does_not_let_it_out_of_an_admins_array_hold(daemon):
+    """The owner holds task 3 (made now, HELD by the owner: Slurm's JobHeldUser), then root holds
+    the whole array (JobHeldAdmin: "no task is made while it is held; those waiting are held
+    too"). The owner's `rnx job release ID_3` must not let that task run while root's hold of its
+    array stands (in Slurm the operator's hold covers every task of the array, split out or
+    not): refused, 403 naming who may; root's release of the array lets it go."""
+    d = daemon
+    p = rnx_as(d, USER, "job", "run", "--array=0-3%1", "sleep", "600")
+    assert p.returncode == 0, p.stderr
+    aid = p.stdout.strip().split()[-1]
+    try:
+        assert rnx_as(d, USER, "job", "hold", f"{aid[:8]}_3").returncode == 0
+        task3 = d.job(f"{aid[:8]}_3")["id"]
+        d.rnx("job", "hold", aid, check=True)
+        p = rnx_as(d, USER, "job", "release", f"{aid[:8]}_3")
+        assert p.returncode == 1 and d.job(task3)["status"] == "HELD", (p.returncode, p.stdout, d.job(task3))
+        assert "root" in p.stderr and "array" in p.stderr, p.stderr
+        d.rnx("job", "release", aid, check=True)
+        assert d.job(task3)["status"] != "HELD", d.job(task3)
+    finally:
+        d.rnx("job", "cancel", aid)
