@@ -24,7 +24,8 @@ static const char wait_help[] =
     "Usage: rnx job wait [--timeout=DURATION] [-q] ID...\n"
     "\n"
     "Waits until every job named has ended (COMPLETED, FAILED, STOPPED or CANCELED) and prints\n"
-    "each end as it happens (short id, state, exit code), like Slurm's sbatch --wait.\n"
+    "each end as it happens (short id, or a task's ID_7; state, exit code), like Slurm's\n"
+    "sbatch --wait.\n"
     "An array's tasks: ID_7, or ID_[3-5] for each task of the list.\n"
     "A job that has ended already counts at once.\n"
     "\n"
@@ -140,8 +141,14 @@ static void ended(wait_state *w, waited *j, json_t *job)
     const char *st = json_string_value(json_object_get(job, "status"));
     json_t *ec = json_object_get(job, "exit_code");
     const char *why = json_string_value(json_object_get(job, "end_reason"));
+    /* a task: by its reference (ID_7), as it was named and as rnx job list --expand shows it */
+    json_t *arr = json_object_get(job, "array");
+    const char *ref = json_is_integer(json_object_get(arr, "task")) ? json_string_value(json_object_get(arr, "ref"))
+                                                                     : NULL;
     if (j->array) /* a task that ended without being made: by its array and task id */
         printf("%.8s_%lld %s", j->array, (long long)j->task, st ? st : "?");
+    else if (ref)
+        printf("%s %s", ref, st ? st : "?");
     else
         printf("%.8s %s", j->id, st ? st : "?");
     if (json_is_integer(ec))

@@ -735,6 +735,19 @@ def test_rnx_job_wait_for_tasks_by_list(d):
     d.rnx("job", "delete", aid, check=True)
 
 
+def test_rnx_job_wait_names_each_task_as_it_was_named(d):
+    """rnx job wait ID_[LIST] prints each task's end by the task's reference (ID_3), as the user
+    named it and as rnx job list --expand shows it, made or not: a task's own job id is one the
+    user never typed, and tells not which task ended."""
+    aid = d.rnx("job", "run", "--array=0-3", "sh", "-c", "exit $SLURM_ARRAY_TASK_ID", check=True).stdout.strip()
+    short = aid[:8]
+    wait_array(d, aid)
+    r = d.rnx("job", "wait", f"{short}_[1-2]", f"{short}_3", timeout=120)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    assert sorted(r.stdout.splitlines()) == [f"{short}_{t} FAILED exit {t}" for t in (1, 2, 3)], r.stdout
+    d.rnx("job", "delete", aid, check=True)
+
+
 def test_update_an_array_its_throttle_and_its_tasks(fresh_daemon):
     """rnx job update ARRAY (Slurm's scontrol update JobId=A ArrayTaskThrottle=N / TimeLimit=...):
     the %N changes at once and across kill -9; a change reaches the tasks made from then on and

@@ -57,7 +57,7 @@ def test_wait_for_a_task_not_made_yet_ends_with_its_job(daemon):
     rc, out, err = waited_past_gate(d, gate, ref, "task 1")
     assert rc == 3, (rc, out, err)
     task = d.api("GET", f"/v1/jobs/{ref}")[1]
-    assert task["status"] == "FAILED" and out.split() == [task["id"][:8], "FAILED", "exit", "3"], (out, task)
+    assert task["status"] == "FAILED" and out.split() == [ref, "FAILED", "exit", "3"], (out, task)
 
 
 @pytest.mark.parametrize("canceled", ["array", "task"])
