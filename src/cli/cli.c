@@ -300,6 +300,10 @@ static const struct {
     {"rnx", "srun", "did you mean 'rnx job run'? (-f to wait for it and see its output)"},
     {"rnx", "squeue", "did you mean 'rnx job list'?"},
     {"rnx", "scancel", "did you mean 'rnx job cancel'? (or 'rnx job stop': running ones too)"},
+    {"rnx", "scontrol", "scontrol hold|release|update|suspend|resume|requeue|top ID is 'rnx job "
+                        "hold|release|update|suspend|resume|requeue ID' (top: rnx job update ID --priority=N), show "
+                        "job ID 'rnx job status ID'"},
+    {"rnx", "sacct", "did you mean 'rnx job status ID'? (or 'rnx job list': ended jobs too)"},
 };
 
 int rnx_env_pair(const char *flag, const char *arg, char *name, size_t namelen, const char **value)

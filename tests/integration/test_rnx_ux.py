@@ -516,6 +516,12 @@ def test_workflows_by_name(fresh_daemon, tmp_path):
     (["sbatch", "x.sh"], "unknown command 'sbatch' for 'rnx'; did you mean 'rnx job batch'? (it reads sbatch's "
      "options and #SBATCH lines)"),
     (["job", "log", "-d", "x"], "unknown flag '-d' for 'rnx job log'; see 'rnx job log --help'"),
+    # scontrol's job commands are rnx job's (docs/batch.md, "From Slurm"); it was 'see --help'
+    (["scontrol", "hold", "42"], "unknown command 'scontrol' for 'rnx'; scontrol hold|release|update|suspend|"
+     "resume|requeue|top ID is 'rnx job hold|release|update|suspend|resume|requeue ID' (top: rnx job update ID "
+     "--priority=N), show job ID 'rnx job status ID'"),
+    (["sacct", "-j", "42"], "unknown command 'sacct' for 'rnx'; did you mean 'rnx job status ID'? (or 'rnx job "
+     "list': ended jobs too)"),
 ])
 def test_habits_from_other_tools_name_the_rnx_way(daemon, args, message):
     """What a Docker, kubectl or Slurm user types by habit is answered with the rnx command or flag
