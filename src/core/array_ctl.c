@@ -285,6 +285,15 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         *e = refused;
         return -1;
     }
+    /* tasks named of an array held whole (rnx job run --hold --array, sbatch -H): HELD as the list
+     * shows, but those not made yet go only with the array */
+    if (!*acted && !hold && tasks && a->held) {
+        char holder[40] = "";
+        if (a->held_by >= 0)
+            snprintf(holder, sizeof holder, " by uid %lld", (long long)a->held_by);
+        return jerr_http(e, 409, "array %s is held whole%s: its tasks not started yet are released with it (rnx "
+                                 "job release %.8s), not one by one", a->id, holder, a->id);
+    }
     if (!*acted)
         return jerr_http(e, 409, "array %s: no task %swas %s", a->id, tasks ? "named " : "",
                          hold ? "waiting to be held" : "held to be released");
