@@ -26,23 +26,40 @@ run_suite() {  # run_suite BUILD_DIR LABEL
 
 phase "normal build"
 bash scripts/build.sh build
+
+# Beside the normal pass, at the lowest priority (nice 19, the idle I/O class): the libFuzzer
+# harnesses of tests/fuzz built and run for a fixed number of inputs each (fixed seed), from their
+# seed corpus (a short, repeatable run; scripts/fuzz.sh SECONDS runs them for as long as asked),
+# then the ASan+UBSan build. The normal pass mostly waits for its jobs: these take the CPU it
+# leaves, ~4 minutes of the run when they came after it. What they print: build/side.log, shown
+# once the normal pass is over; it ends the run as it did in line (a harness that fails, the build).
+side_log=$PWD/build/side.log
+setsid nice -n 19 ionice -c 3 bash -c '
+  set -euo pipefail
+  printf "=== fuzz harnesses: 20000 inputs each (beside the normal pass) ===\n"
+  fuzz_rc=0
+  bash scripts/fuzz.sh --runs=20000 || fuzz_rc=$?
+  if ((fuzz_rc == 77)); then
+    echo "(fuzz harnesses skipped: see the reason above)"
+  elif ((fuzz_rc != 0)); then
+    echo "fuzz harnesses: FAILED (exit $fuzz_rc)"
+    exit "$fuzz_rc"
+  fi
+  printf "=== ASan+UBSan build (beside the normal pass) ===\n"
+  bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+' >"$side_log" 2>&1 &
+side=$!
+trap 'kill -- -"$side" 2>/dev/null || true' EXIT
 run_suite build "normal build"
 
-# Every libFuzzer harness of tests/fuzz for a fixed number of inputs (fixed seed), from its
-# seed corpus: a short, repeatable run; scripts/fuzz.sh SECONDS runs them for as long as asked.
-phase "fuzz harnesses: 20000 inputs each"
-fuzz_rc=0
-bash scripts/fuzz.sh --runs=20000 || fuzz_rc=$?
-if ((fuzz_rc == 77)); then
-  echo "(fuzz harnesses skipped: see the reason above)"
-elif ((fuzz_rc != 0)); then
-  exit "$fuzz_rc"
-fi
+phase "fuzz harnesses and ASan+UBSan build (made beside the normal pass)"
+side_rc=0
+wait "$side" || side_rc=$?
+cat "$side_log"
+((side_rc == 0)) || exit "$side_rc"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
 export JOBLET_PASS=sanitizers   # tests/integration/conftest.py: SANITIZER_PASS_SKIPS
-phase "ASan+UBSan build"
-bash scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 run_suite build-asan "ASan+UBSan build"
 phase "all tests passed"
