@@ -50,9 +50,13 @@ int depend_resolve(job_req *req, const caller *as, jerr *e)
             if (fe.http == 409 || fe.http == 400 || r.a) /* several match (the message lists them, the
                                                           * caller's own), a bad list, a task not the array's */
                 return jerr_field(e, "after", "after: %s", fe.msg);
-            /* missing, or another user's: the same words either way */
+            /* missing, or another user's: the same words either way; Slurm's type alone
+             * (--dependency=afterok, its ids left out) is read as a job's name, said so */
+            char hint[120] = "";
+            if (!strncmp(ref, "after", 5) && jobreq_after_state_parse(ref) >= 0)
+                snprintf(hint, sizeof hint, "; Slurm's %s needs the jobs' ids: %s:ID[:ID...]", ref, ref);
             return jerr_field(e, "after", "after: no job '%s' (by id, number, unique id prefix or name) among the "
-                                          "jobs you may see", ref);
+                                          "jobs you may see%s", ref, hint);
         }
         if (r.tasks_named) {
             if (r.tasks.count != 1)

@@ -175,6 +175,10 @@ def test_bad_references_are_refused_naming_after(daemon):
     assert "afterany:ID waits for the job to end" in p.stderr, p.stderr
     p = daemon.rnx("job", "run", "--after=afterburstbuffer:ok", "true")   # NAME:STATE: the job named so
     assert p.returncode == 1 and "no job 'afterburstbuffer'" in p.stderr, p.stderr
+    # Slurm's type with its ids left out is a job's name (a job may be named afterok), said so
+    p = daemon.rnx("job", "run", "--dependency=afterok", "true")
+    assert p.returncode == 1 and "no job 'afterok'" in p.stderr, p.stderr
+    assert "Slurm's afterok needs the jobs' ids: afterok:ID[:ID...]" in p.stderr, p.stderr
 
 
 def as_user(d, *args):
