@@ -204,6 +204,9 @@ int parse_signal_warning(const char *field, const char *s, int *sig, uint32_t *s
     const char *p = s ? s : "";
     if (!strncasecmp(p, "B:", 2))
         p += 2;
+    else if (!strncasecmp(p, "R:", 2)) /* Slurm's: before a reservation's end */
+        return jerr_field(e, field, "%s: \"%.40s\": Slurm's R: (a signal before a reservation ends) is not "
+                                    "supported: joblet has no reservations; %s", field, s, accepts);
     const char *at = strchr(p, '@');
     size_t n = at ? (size_t)(at - p) : strlen(p);
     if (n == 0 || n >= sizeof name)
@@ -211,9 +214,12 @@ int parse_signal_warning(const char *field, const char *s, int *sig, uint32_t *s
     memcpy(name, p, n);
     name[n] = 0;
     uint64_t t = PARSE_SIGNAL_WARN_DEFAULT_S;
-    if (at && (parse_u64(at + 1, &t) < 0 || t < 1 || t > PARSE_SIGNAL_WARN_MAX_S))
+    if (at && parse_u64(at + 1, &t) < 0)
         return jerr_field(e, field, "%s: \"%.40s\": \"%.16s\" is not a number of seconds; %s", field, s, at + 1,
                           accepts);
+    if (at && (t < 1 || t > PARSE_SIGNAL_WARN_MAX_S))
+        return jerr_field(e, field, "%s: \"%.40s\": %llu seconds is out of range; %s", field, s,
+                          (unsigned long long)t, accepts);
     if (parse_signal(field, name, sig, e) < 0)
         return -1;
     if (*sig == SIGKILL)

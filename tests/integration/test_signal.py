@@ -261,8 +261,8 @@ def test_signal_at_submission_refusals(d):
         ({"signal": "USR1@30"}, "the job has none"),
         ({"signal": "USR1@30", "max_runtime_s": 30}, "would come as the job starts"),
         ({"signal": "KILL@5", "max_runtime_s": 60}, "a shorter limit"),
-        ({"signal": "USR1@0", "max_runtime_s": 60}, "not a number of seconds"),
-        ({"signal": "USR1@65536", "max_runtime_s": 600000}, "not a number of seconds"),
+        ({"signal": "USR1@0", "max_runtime_s": 60}, "0 seconds is out of range"),
+        ({"signal": "USR1@65536", "max_runtime_s": 600000}, "65536 seconds is out of range"),
         ({"signal": "STOP@5", "max_runtime_s": 60}, "rnx job suspend"),
         ({"signal": 10, "max_runtime_s": 60}, "is not SIG or SIG@SECONDS"),
     ]

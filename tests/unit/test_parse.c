@@ -472,6 +472,21 @@ static void test_signal_warning(void **state)
             fail_msg("'%s' taken", bad[i] ? bad[i] : "(null)");
         ASSERT_FIELD_ERROR(&e, "signal", NULL);
     }
+    /* what is wrong, said: a number out of range is not "not a number"; Slurm's R: is named */
+    static const struct { const char *s, *says; } why[] = {
+        {"USR1@0", "0 seconds is out of range"},
+        {"USR1@65536", "65536 seconds is out of range"},
+        {"USR1@x", "\"x\" is not a number of seconds"},
+        {"R:USR1@10", "Slurm's R: (a signal before a reservation ends) is not supported"},
+    };
+    for (size_t i = 0; i < sizeof why / sizeof why[0]; i++) {
+        jerr e = {0};
+        int sig = 0;
+        uint32_t secs = 0;
+        assert_int_equal(parse_signal_warning("signal", why[i].s, &sig, &secs, NULL, 0, &e), -1);
+        if (!strstr(e.msg, why[i].says))
+            fail_msg("'%s': '%s' does not say '%s'", why[i].s, e.msg, why[i].says);
+    }
 }
 
 /* ---- RFC 3339 ----------------------------------------------------------------------- */
