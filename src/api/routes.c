@@ -491,26 +491,29 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
                                                        "more", more));
     }
     int sig;
+    enum job_state only = JS_QUEUED;
+    bool by_state = false;
+    bool acts = post && (!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill"));
+    if (acts && !query_status(r, &by_state, &only, &e)) /* (?status holds for a signal's kill too) */
+        return http_reply_error(r->conn, &e);
     /* a signal asked for without its value is refused (parse_signal), never taken for a kill */
     if (!strcmp(action, "kill") && post && query_has(r, "signal")) {
         uint64_t acted;
         if (parse_signal("signal", query_get(r, "signal"), &sig, &e) < 0)
             return http_reply_error(r->conn, &e);
-        if (array_ctl_signal(a, tasks, sig, query_true(r, "all"), r->who.uid, &acted, &e) < 0)
+        if (array_ctl_signal(a, tasks, by_state ? &only : NULL, sig, query_true(r, "all"), r->who.uid, &acted, &e) <
+            0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
                                                        (json_int_t)acted));
     }
-    if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
+    if (acts) {
         enum array_ctl_act act = !strcmp(action, "stop")   ? ARRAY_CTL_STOP
                                  : !strcmp(action, "kill") ? ARRAY_CTL_KILL
                                                            : ARRAY_CTL_CANCEL;
         uint64_t acted;
-        enum job_state only;
-        bool by_state;
-        if (!query_status(r, &by_state, &only, &e) ||
-            array_ctl_act(a, tasks, by_state ? &only : NULL, act, r->who.uid, &acted, &e) < 0)
+        if (array_ctl_act(a, tasks, by_state ? &only : NULL, act, r->who.uid, &acted, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();
         return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
@@ -727,6 +730,18 @@ static enum MHD_Result one_job(request *r, const char *rest)
     if (!strcmp(action, "exec"))
         return jobs_exec_route(r, j);
     int sig;
+    if ((!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill")) && post) {
+        /* ?status=STATE: only while it is in that state (what a listing saw may have changed
+         * since: a QUEUED job picked by rnx job stop --status=QUEUED that started meanwhile runs
+         * on), a signal's kill too */
+        enum job_state only;
+        bool by_state;
+        if (!query_status(r, &by_state, &only, &e))
+            return http_reply_error(r->conn, &e);
+        if (by_state && j->state != only)
+            return http_reply_error(r->conn, (jerr_http(&e, 409, "job %s is %s now, not %s: left as it is", j->id,
+                                                        job_state_name(j->state), job_state_name(only)), &e));
+    }
     if (!strcmp(action, "kill") && post && query_has(r, "signal")) {
         /* docker kill --signal, Slurm's scancel --signal: a signal that is not SIGKILL is not a stop */
         if (parse_signal("signal", query_get(r, "signal"), &sig, &e) < 0)
@@ -740,15 +755,6 @@ static enum MHD_Result one_job(request *r, const char *rest)
         int (*act)(job *, uid_t, jerr *) = !strcmp(action, "stop")   ? job_ctl_stop
                                            : !strcmp(action, "kill") ? job_ctl_kill
                                                                      : job_ctl_cancel;
-        /* ?status=STATE: only while it is in that state (what a listing saw may have changed
-         * since: a QUEUED job picked by rnx job stop --status=QUEUED that started meanwhile runs on) */
-        enum job_state only;
-        bool by_state;
-        if (!query_status(r, &by_state, &only, &e))
-            return http_reply_error(r->conn, &e);
-        if (by_state && j->state != only)
-            return http_reply_error(r->conn, (jerr_http(&e, 409, "job %s is %s now, not %s: left as it is", j->id,
-                                                        job_state_name(j->state), job_state_name(only)), &e));
         if (act(j, r->who.uid, &e) < 0)
             return http_reply_error(r->conn, &e);
         settle();

@@ -1534,14 +1534,16 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     for (int i = optind; i < argc; i++)
         if (!*argv[i])
             return rnx_usage("%s: an ID is empty; usage: %s", cmd + 4, usage);
+    /* --status holds for the IDs named too (scancel -t PENDING 123: 123's pending tasks, or
+     * nothing when it runs; said, not an error) */
+    a.only = pf.status[0] ? pf.status : NULL;
     for (int i = optind; i < argc; i++) {
-        int r = act_one(ctx, &a, argv[i], false);
+        int r = act_one(ctx, &a, argv[i], a.only != NULL);
         if (r != RNX_OK)
             rc = r;
     }
     if (!picks)
         return rc;
-    a.only = pf.status[0] ? pf.status : NULL;
     char **ids = NULL;
     size_t n = 0;
     int r = select_jobs(ctx, &pf, cancel, &ids, &n);

@@ -77,15 +77,16 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, const enum job_state *only,
     return 0;
 }
 
-int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t by, uint64_t *acted, jerr *e)
+int array_ctl_signal(jarray *a, const arrayspec *tasks, const enum job_state *only, int sig, bool all, uid_t by,
+                     uint64_t *acted, jerr *e)
 {
     if (sig == SIGKILL)
-        return array_ctl_act(a, tasks, NULL, ARRAY_CTL_KILL, by, acted, e);
+        return array_ctl_act(a, tasks, only, ARRAY_CTL_KILL, by, acted, e);
     *acted = 0;
     for (size_t i = 0; i < a->ntasks; i++) {
         job *j = a->tasks[i];
         if (!j || job_state_terminal(j->state) || j->shim_pid <= 0 ||
-            (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)))
+            (tasks && !arrayspec_has(tasks, (uint32_t)j->array_task)) || (only && j->state != *only))
             continue;
         jerr je = {0};
         if (job_ctl_signal(j, by, sig, all, &je) == 0)
@@ -94,7 +95,8 @@ int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t
             log_warn("array %s: task %lld: %s", a->id, (long long)j->array_task, je.msg);
     }
     if (!*acted)
-        return jerr_http(e, 409, "array %s: no task %sruns to be sent a signal", a->id, tasks ? "named " : "");
+        return jerr_http(e, 409, "array %s: no task %s%s%sruns to be sent a signal", a->id, tasks ? "named " : "",
+                         only ? job_state_name(*only) : "", only ? " " : "");
     return 0;
 }
 

@@ -25,9 +25,11 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, const enum job_state *only,
                   uint64_t *acted, jerr *e);
 /* rnx job kill --signal=SIG [--all] on an array (Slurm's scancel --signal): sig to each task
  * named (NULL: every task) that runs, as job_ctl_signal sends it; the others, and the tasks not
- * made, are left as they are. SIGKILL is array_ctl_act's ARRAY_CTL_KILL. 409 when no task named
- * runs; *acted: tasks signaled. */
-int array_ctl_signal(jarray *a, const arrayspec *tasks, int sig, bool all, uid_t by, uint64_t *acted, jerr *e);
+ * made, are left as they are; of them only those in state *only where only is given (?status, as
+ * array_ctl_act). SIGKILL is array_ctl_act's ARRAY_CTL_KILL. 409 when no task named runs;
+ * *acted: tasks signaled. */
+int array_ctl_signal(jarray *a, const arrayspec *tasks, const enum job_state *only, int sig, bool all, uid_t by,
+                     uint64_t *acted, jerr *e);
 enum array_ctl_run { ARRAY_CTL_SUSPEND, ARRAY_CTL_RESUME, ARRAY_CTL_REQUEUE };
 /* scontrol suspend|resume|requeue on an array (Slurm acts on its every task): each made task
  * named (NULL: every task) that is RUNNING is suspended, that is SUSPENDED resumed, that runs or is

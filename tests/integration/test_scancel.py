@@ -124,6 +124,41 @@ def test_by_state_takes_an_arrays_tasks_in_that_state(daemon):
     assert d.wait(a)["status"] == "STOPPED" and d.wait(b)["status"] == "STOPPED"
 
 
+def test_status_holds_for_a_signal_and_for_ids_named(daemon):
+    """?status=STATE is a condition on kill?signal= too (scancel -t PENDING -s KILL 123): a running
+    job sent SIGKILL (or USR1) "only while QUEUED" is left running, 409, and an array's running
+    tasks are left while its queued ones go; and rnx job stop|cancel --status holds for the IDs
+    named as well as for the jobs it picks (scancel -t PENDING 123: 123's pending tasks only)."""
+    d = daemon
+    j = run(d, "sleep", "600")
+    d.wait_status(j, "RUNNING")
+    for sig in ("USR1", "KILL"):
+        code, ans = d.api("POST", f"/v1/jobs/{j}/kill?signal={sig}&status=QUEUED")
+        assert code == 409 and "is RUNNING now, not QUEUED" in ans["error"]["message"], (sig, code, ans)
+    assert d.job(j)["status"] == "RUNNING"
+    a = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "array": "0-3%1"})[1]["id"]
+    d.wait_status(f"{a}_0", "RUNNING")
+    code, ans = d.api("POST", f"/v1/jobs/{a}/kill?signal=USR1&status=QUEUED")
+    assert code == 409 and "no task QUEUED" in ans["error"]["message"], (code, ans)
+    code, ans = d.api("POST", f"/v1/jobs/{a}/kill?signal=KILL&status=QUEUED")
+    assert code == 200 and ans["acted"] == 3, (code, ans)
+    assert d.job(f"{a}_0")["status"] == "RUNNING"
+    assert d.api("GET", f"/v1/jobs/{a}")[1]["array"]["counts"] == {"RUNNING": 1, "CANCELED": 3}
+    # the CLI: an ID named with --status is taken only while in that state (said, not an error)
+    p = d.rnx("job", "stop", "--status=QUEUED", j)
+    assert p.returncode == 0 and "is RUNNING now, not QUEUED" in p.stderr, (p.returncode, p.stdout, p.stderr)
+    assert d.job(j)["status"] == "RUNNING"
+    b = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "array": "0-3%1"})[1]["id"]
+    d.wait_status(f"{b}_0", "RUNNING")
+    p = d.rnx("job", "stop", "--status=QUEUED", b)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert d.job(f"{b}_0")["status"] == "RUNNING"
+    assert d.api("GET", f"/v1/jobs/{b}")[1]["array"]["counts"] == {"RUNNING": 1, "CANCELED": 3}
+    for x in (j, a, b):
+        d.rnx("job", "stop", x, check=True)
+    assert [d.wait(x)["status"] for x in (j, a, b)] == ["STOPPED"] * 3
+
+
 def test_by_user_and_out_of_reach(daemon):
     """root takes a user's jobs with --user; a user's --name never reaches root's jobs of that name,
     and --user naming another is refused as rnx job list refuses it."""
