@@ -40,16 +40,30 @@ typedef struct kept_event {
 static kept_event *kept;
 static size_t nkept, kept_cap, nlost; /* nlost: those not in the open transaction */
 
-static void insert(kept_event *k)
+static bool insert(kept_event *k)
 {
     db_event x = {k->ts_ms, job_event_name(k->ev), k->uid, k->detail};
     jerr e = {0};
     if (db_event_add(core.db, k->id, &x, JOB_EVENTS_MAX, &e) < 0) {
         log_err("job %s: event %s not recorded (tried again after the next commit): %s", k->id, x.event, e.msg);
-        return;
+        return false;
     }
     k->in_txn = true;
     nlost--;
+    return true;
+}
+
+/* The lost events of id, into the open transaction, oldest first, before a new one of it (its
+ * history in order: the column n counts each job's events): false when one was not taken. The
+ * other jobs' wait for state.c's resync, which waits longer after each commit that failed:
+ * before, each new event tried every one kept again, a failed insert and a log line each while
+ * the database's lock was held by another process, N x N / 2 for N events. */
+static bool insert_lost_of(const char *id)
+{
+    for (size_t i = 0; i < nkept && nlost; i++)
+        if (!kept[i].in_txn && !strcmp(kept[i].id, id) && !insert(&kept[i]))
+            return false;
+    return true;
 }
 
 /* Those a failed commit lost, into the open transaction, oldest first. */
@@ -98,8 +112,7 @@ static void record(const char *id, int64_t at_ms, enum job_event ev, int64_t uid
         kept = xmalloc(kept_cap * sizeof *kept);
         state_rows_register(&event_rows);
     }
-    if (nlost)
-        insert_lost(); /* (the job's earlier events first) */
+    bool in_order = !nlost || insert_lost_of(id); /* (the job's earlier events first) */
     if (nkept == EVENTS_KEPT_MAX) {
         /* the database has taken no commit for that many events: the oldest goes */
         log_err("job %s: event %s lost: more than %d events wait for the database", kept[0].id,
@@ -118,7 +131,8 @@ static void record(const char *id, int64_t at_ms, enum job_event ev, int64_t uid
                       .detail = *detail ? xstrdup(detail) : NULL};
     snprintf(k->id, sizeof k->id, "%s", id);
     nlost++;
-    insert(k);
+    if (in_order)
+        insert(k);
 }
 
 void job_events_forget(const char *id)

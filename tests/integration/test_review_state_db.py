@@ -337,3 +337,38 @@ def test_an_ended_jobs_sealed_value_does_not_keep_the_daemon_from_starting(fresh
     d.start()
     assert os.path.exists(key)
     assert d.api("GET", f"/v1/jobs/{j['id']}")[0] == 200
+
+
+def test_events_lost_while_the_database_is_locked_are_tried_again_once_each(fresh_daemon):
+    """While another process holds the database's write lock, each event's insert fails (busy):
+    a running job sent USR1 (ignored) N times records N "signaled" events, each kept. Each new
+    event tried every one kept before it again (job_events.c record's insert_lost), so the
+    lock's N events were N x N / 2 failed inserts, a log line each, at each turn, not waiting for
+    state.c's resync and its backoff; what waits is tried again at the resync, and the job's own
+    earlier events before its next one. Once the lock is gone, all N are in its history, in
+    order."""
+    from conftest import DbLock
+    d = fresh_daemon()
+    j = d.submit("sh", "-c", "trap '' USR1; sleep 600")
+    d.wait_status(j, "RUNNING")
+    n = 60
+    lock = DbLock(d.state)
+    try:
+        for i in range(n):
+            code, ans = d.api("POST", f"/v1/jobs/{j}/kill?signal=USR1")
+            # (sent; 503 says it is not saved yet)
+            assert code == 200 or (code == 503 and "not saved" in ans["error"]["message"]), (i, code, ans)
+    finally:
+        lock.release()
+    failed = d.log().count("event signaled not recorded")
+    assert failed > 0, "no insert failed: the lock did not hold"
+    d.wait(d.submit("true"))                  # commits go through again
+    deadline = time.time() + 30
+    while history(d, j).count("signaled") < n and time.time() < deadline:
+        time.sleep(0.2)
+    h = history(d, j)
+    print(f"{n} events while locked: {failed} failed inserts")
+    assert h.count("signaled") == n, h
+    assert failed < 6 * n, f"{failed} failed inserts for {n} events"
+    d.api("POST", f"/v1/jobs/{j}/kill")
+    d.wait(j)
