@@ -405,6 +405,33 @@ static void test_duration(void **state)
 
 /* ---- signals (rnx job kill --signal, --signal=SIG@SECONDS) ------------------------------- */
 
+/* Slurm's time limits (sbatch --time, --max-runtime with a colon or a dash): what Slurm takes,
+ * none for 0 and its words, and malformed for anything else, however long or signed. */
+static void test_slurm_time(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        long long want;
+    } cases[] = {
+        {"90", 5400},           {"90:30", 5430},         {"2:00:00", 7200},      {"1-0", 86400},
+        {"1-12:30", 131400},    {"2-0:0:5", 172805},     {"0-0:0:1", 1},         {"36500-0", 3153600000LL},
+        {"100000000:00:00", 360000000000LL},              {"0", -1},              {"-1", -1},
+        {"00:00:00", -1},       {"0-0", -1},             {"UNLIMITED", -1},      {"infinite", -1},
+        {"1-", -2},             {"-5", -2},              {"-", -2},              {"1:-2", -2},
+        {"1-2-3", -2},          {"1::2", -2},            {":5", -2},             {"5:", -2},
+        {"1:2:3:4", -2},        {"1-2:3:4:5", -2},       {"+1", -2},             {" 1", -2},
+        {"1 ", -2},             {"0x10", -2},            {"36501-0", -2},        {"100000001", -2},
+        {"99999999999999999999", -2},                    {"9223372036854775807:0", -2},
+        {"1-99999999999999999999", -2},                  {"", -2},               {"1e3", -2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long long got = parse_slurm_time(cases[i].s);
+        if (got != cases[i].want)
+            fail_msg("parse_slurm_time(\"%s\") = %lld, want %lld", cases[i].s, got, cases[i].want);
+    }
+}
+
 static void test_signal(void **state)
 {
     (void)state;
@@ -701,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_cpu_list),
         cmocka_unit_test(test_format_cpu_list),
         cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_slurm_time),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_signal),
         cmocka_unit_test(test_signal_warning),
