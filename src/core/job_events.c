@@ -66,12 +66,17 @@ static bool insert_lost_of(const char *id)
     return true;
 }
 
-/* Those a failed commit lost, into the open transaction, oldest first. */
+/* Those a failed commit lost, into the open transaction, oldest first, until LOST_FAILS_MAX fail
+ * in a row: the database takes none now (another process holds its lock, each insert fails at
+ * once), and each of thousands more was a failed insert and a log line, at every resync. (One
+ * whose own statement fails is passed over.) */
+#define LOST_FAILS_MAX 4
 static void insert_lost(void)
 {
-    for (size_t i = 0; i < nkept && nlost; i++)
+    int fails = 0;
+    for (size_t i = 0; i < nkept && nlost && fails < LOST_FAILS_MAX; i++)
         if (!kept[i].in_txn)
-            insert(&kept[i]);
+            fails = insert(&kept[i]) ? 0 : fails + 1;
 }
 
 static void events_committed(bool ok)

@@ -155,7 +155,6 @@ static void resync(void)
 int state_commit_now(jerr *e)
 {
     jerr de = {0};
-    bool wrote = db_txn_open(core.db); /* (a turn that wrote nothing commits nothing) */
     if (db_flush(core.db, &de) == 0) {
         /* (a job whose first row a failed commit lost is still new: its later saves are
          * updates of a row that is not there, until resync writes it whole) */
@@ -172,11 +171,9 @@ int state_commit_now(jerr *e)
              * again after a wait that doubles, as after a failed commit; at each turn, it made
              * the loop spin (and no array task is made while rows wait: queue.c) */
             resync_later();
-        } else if (wrote) { /* the database takes commits again: what waits goes at the next turn */
+        } else { /* the database takes commits again: what waits goes at the next turn */
             resync_at_ms = now_ms();
-        } /* else a turn without writes (no transaction) says nothing of that: the wait goes on. Each
-           * such turn cut it short while another process held the lock, and every row kept was
-           * tried again, a failed insert and a log line each, at every other turn */
+        }
         resync_in_txn = false;
         state_want(after_commit);
         after_commit = 0;

@@ -918,8 +918,6 @@ static int flush_txn(db *d, jerr *e)
     return 0;
 }
 
-bool db_txn_open(const db *d) { return d && d->in_txn; }
-
 int db_flush(db *d, jerr *e)
 {
     int rc = flush_txn(d, e);

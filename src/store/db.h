@@ -238,9 +238,6 @@ int64_t db_sample_rows(db *d);
  * when the disk is full) the transaction is rolled back: the database holds what the last
  * commit that succeeded left, nothing of this one. */
 int db_flush(db *d, jerr *e);
-/* Whether this turn wrote (began a transaction that db_flush commits): a flush without one
- * succeeds and commits nothing. */
-bool db_txn_open(const db *d);
 int db_schema_version(db *d);
 /* The highest job or array number (seq) ever deleted, 0 none, in *out: the next number is above
  * it. -1 with e set when it cannot be read (joblet then does not start: it could give a number
