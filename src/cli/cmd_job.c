@@ -214,9 +214,10 @@ static const char stop_help[] =
     "\n"
     "Stops running jobs: SIGTERM to all their processes, SIGKILL after the daemon's grace\n"
     "period. A job that has not started yet is canceled. As Slurm's scancel, the jobs may be\n"
-    "chosen by name, state and user instead of (or besides) by ID: among the jobs you can see\n"
-    "(root: everyone's), those 'rnx job list' shows with the same flags that have not ended;\n"
-    "none matching is not an error.\n"
+    "chosen by name, state and user instead of by ID: among the jobs you can see (root:\n"
+    "everyone's), those 'rnx job list' shows with the same flags that have not ended; none\n"
+    "matching is not an error. With IDs, the flags filter them (one that does not match is\n"
+    "said and left as it is).\n"
     "\n"
     "Flags:\n"
     "  --force          SIGKILL to every process at once, as 'rnx job kill' (also while a\n"
@@ -269,9 +270,10 @@ static const char cancel_help[] =
     "\n"
     "Cancels jobs that wait: PENDING, SCHEDULED, QUEUED, PREEMPTED or HELD (an array: its tasks\n"
     "that wait). A job that runs must be stopped instead. As Slurm's scancel --state=PENDING,\n"
-    "the jobs may be chosen by name, state and user instead of (or besides) by ID: among the\n"
-    "jobs you can see (root: everyone's), those 'rnx job list' shows with the same flags that\n"
-    "wait; none matching is not an error.\n"
+    "the jobs may be chosen by name, state and user instead of by ID: among the jobs you can\n"
+    "see (root: everyone's), those 'rnx job list' shows with the same flags that wait; none\n"
+    "matching is not an error. With IDs, the flags filter them (one that does not match is\n"
+    "said and left as it is).\n"
     "\n"
     "Flags:\n"
     "  --name NAME      the jobs (and arrays) of this name\n"
@@ -1376,6 +1378,7 @@ typedef struct action {
     int sig;
     char signame[16];
     const char *only; /* --status: act only while the job (an array: its tasks) is in this state */
+    const char *only_name, *only_user; /* --name, --user with IDs: only if the job is of them */
 } action;
 
 /* One request, one line of confirmation. quiet_409: a job chosen by name, state or user that
@@ -1403,10 +1406,15 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
         if (a->sig && a->sig != SIGKILL)
             snprintf(path, sizeof path, "/kill?signal=%s%s", a->signame, a->all ? "&all=1" : "");
         else
-            snprintf(path, sizeof path, "%s%s%s", a->kill ? "/kill" : a->stop ? "/stop" : "/cancel",
-                     a->only ? "?status=" : "", a->only ? a->only : "");
-        char *p = job_path(cl, id, path);
+            snprintf(path, sizeof path, "%s", a->kill ? "/kill" : a->stop ? "/stop" : "/cancel");
+        /* the daemon checks what the flags ask when the request reaches it (scancel -t, -n, -u) */
+        char *suffix = xstrdup(path);
+        add_query(cl, &suffix, "status", a->only);
+        add_query(cl, &suffix, "name", a->only_name);
+        add_query(cl, &suffix, "user", a->only_user);
+        char *p = job_path(cl, id, suffix);
         fail = client_request(cl, "POST", p, NULL, &answer, &e);
+        free(suffix);
         free(p);
     }
     client_free(cl);
@@ -1534,16 +1542,20 @@ static int job_action(rnx_ctx *ctx, int argc, char **argv, const char *which)
     for (int i = optind; i < argc; i++)
         if (!*argv[i])
             return rnx_usage("%s: an ID is empty; usage: %s", cmd + 4, usage);
-    /* --status holds for the IDs named too (scancel -t PENDING 123: 123's pending tasks, or
-     * nothing when it runs; said, not an error) */
+    /* --status, --name and --user filter the IDs named, as scancel's with job ids (scancel -t
+     * PENDING 123: 123's pending tasks, or nothing when it runs; said, not an error); without
+     * IDs they choose the jobs */
     a.only = pf.status[0] ? pf.status : NULL;
+    a.only_name = pf.name;
+    a.only_user = pf.user[0] ? pf.user : NULL;
     for (int i = optind; i < argc; i++) {
-        int r = act_one(ctx, &a, argv[i], a.only != NULL);
+        int r = act_one(ctx, &a, argv[i], picks);
         if (r != RNX_OK)
             rc = r;
     }
-    if (!picks)
+    if (!picks || optind < argc)
         return rc;
+    a.only_name = a.only_user = NULL; /* (the jobs chosen by them: their state alone checked again) */
     char **ids = NULL;
     size_t n = 0;
     int r = select_jobs(ctx, &pf, cancel, &ids, &n);

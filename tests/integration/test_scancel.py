@@ -159,6 +159,28 @@ def test_status_holds_for_a_signal_and_for_ids_named(daemon):
     assert [d.wait(x)["status"] for x in (j, a, b)] == ["STOPPED"] * 3
 
 
+def test_flags_with_ids_filter_them(daemon):
+    """With IDs, --status, --name and --user filter them, as scancel's with job ids: other jobs
+    in that state (or of that name or user) are not taken, and an ID that does not match is said
+    and left as it is (exit 0); the daemon checks each (?name=, ?user=)."""
+    d = daemon
+    name = "filter-" + os.urandom(3).hex()
+    mine, other = run(d, f"--name={name}", later(), "true"), run(d, f"--name={name}", later(), "true")
+    theirs = rnx_as(d, UID, "job", "run", f"--name={name}", later(), "true").stdout.strip()
+    p = d.rnx("job", "cancel", "--status=SCHEDULED", mine)
+    assert p.returncode == 0 and p.stdout.strip() == f"canceled {mine}", (p.stdout, p.stderr)
+    assert states(d, other, theirs) == ["SCHEDULED", "SCHEDULED"]   # not taken with it
+    p = d.rnx("job", "cancel", f"--name={name}-x", other)
+    assert p.returncode == 0 and f"is named '{name}', not '{name}-x': left as it is" in p.stderr, p.stderr
+    p = d.rnx("job", "cancel", f"--user={UID}", other, theirs)
+    assert p.returncode == 0 and p.stdout.strip() == f"canceled {theirs}", (p.stdout, p.stderr)
+    assert f"is uid 0's, not uid {UID}'s: left as it is" in p.stderr, p.stderr
+    assert states(d, other, theirs) == ["SCHEDULED", "CANCELED"]
+    code, ans = d.api("POST", f"/v1/jobs/{other}/cancel?user=alice")
+    assert code == 400 and ans["error"]["field"] == "user", (code, ans)
+    d.rnx("job", "cancel", other, check=True)
+
+
 def test_by_user_and_out_of_reach(daemon):
     """root takes a user's jobs with --user; a user's --name never reaches root's jobs of that name,
     and --user naming another is refused as rnx job list refuses it."""
