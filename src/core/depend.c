@@ -583,10 +583,10 @@ static const job *single_holder(uid_t uid, const char *name, const job *self)
 {
     size_t n;
     job **named = jobs_named(uid, name, &n);   /* (uid's only: jobs.h) */
+    looked += n; /* (listed whole, whichever holds it) */
     const job *h = NULL;
     for (size_t i = 0; i < n && !h; i++) {
         const job *k = named[i];
-        looked++;
         if (k == self || k->owner_uid != uid || job_state_terminal(k->state))
             continue;
         bool runs = k->state == JS_RUNNING || k->state == JS_SUSPENDED || k->state == JS_STOPPING || k->shim_pid > 0;
