@@ -423,8 +423,7 @@ int parse_serial(const char *s, char *out, size_t len)
     return 0;
 }
 
-/* A whole number from lo to hi, all of s (digits only). */
-static bool whole_in(const char *s, long long lo, long long hi, long long *out)
+bool parse_whole(const char *s, long long lo, long long hi, long long *out)
 {
     if (!*s || strlen(s) > 18)
         return false;
@@ -452,14 +451,14 @@ long long parse_slurm_time(const char *s)
         return -2;
     if (dash) {
         snprintf(buf, sizeof buf, "%.*s", (int)(dash - s), s);
-        if (!whole_in(buf, 0, 36500, &days))
+        if (!parse_whole(buf, 0, 36500, &days))
             return -2;
         p = dash + 1;
     }
     while (n < 3) {
         size_t len = strcspn(p, ":");
         snprintf(buf, sizeof buf, "%.*s", (int)len, p);
-        if (!whole_in(buf, 0, 100000000, &part[n++]))
+        if (!parse_whole(buf, 0, 100000000, &part[n++]))
             return -2;
         p += len;
         if (!*p)

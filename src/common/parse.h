@@ -19,6 +19,8 @@ int parse_cpu_list(const char *field, const char *s, uint8_t mask[CPU_MAX / 8], 
 int format_cpu_list(const uint8_t mask[CPU_MAX / 8], char *out, size_t outlen);
 /* Durations: "30s", "30min", "2h30m", "1d", "90" (seconds). */
 int parse_duration(const char *field, const char *s, uint64_t *seconds, jerr *e);
+/* A whole number from lo to hi, all of s (digits only: no sign, no space; at most 18 of them). */
+bool parse_whole(const char *s, long long lo, long long hi, long long *out);
 /* Slurm's time limits (sbatch --time): "MIN", "MIN:SEC", "H:MIN:SEC", "D-H", "D-H:MIN",
  * "D-H:MIN:SEC"; 0, -1, UNLIMITED or INFINITE for none. Seconds, or -1 for none (a zero time
  * too); -2 when malformed. */

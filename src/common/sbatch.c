@@ -50,21 +50,6 @@ void sbatch_free(sbatch_plan *p)
 
 /* ---- values ---------------------------------------------------------------------------- */
 
-/* A whole number from lo to hi, all of s. */
-bool sbatch_whole(const char *s, long long lo, long long hi, long long *out)
-{
-    if (!*s || strlen(s) > 18)
-        return false;
-    for (const char *c = s; *c; c++)
-        if (!isdigit((unsigned char)*c))
-            return false;
-    long long v = strtoll(s, NULL, 10);
-    if (v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* Slurm's memory: a number with K, M (the default), G or T. Megabytes, rounded up; -1 when
  * malformed. */
 long long sbatch_mb(const char *s)
@@ -75,7 +60,7 @@ long long sbatch_mb(const char *s)
         return -1;
     snprintf(num, sizeof num, "%.*s", (int)len, s);
     long long v;
-    if (!sbatch_whole(num, 0, 1LL << 30, &v)) /* (a billion of any unit: past any machine, and no overflow) */
+    if (!parse_whole(num, 0, 1LL << 30, &v)) /* (a billion of any unit: past any machine, and no overflow) */
         return -1;
     const char *u = s + len;
     long long kb;
@@ -98,9 +83,9 @@ bool sbatch_gpus(const char *s, long long *n, char *type, size_t tlen)
     const char *colon = strrchr(s, ':');
     type[0] = 0;
     if (*s && strspn(s, "0123456789") == strlen(s))
-        return sbatch_whole(s, 1, 1024, n);
+        return parse_whole(s, 1, 1024, n);
     if (colon) {
-        if (!sbatch_whole(colon + 1, 1, 1024, n) || colon == s || (size_t)(colon - s) >= tlen)
+        if (!parse_whole(colon + 1, 1, 1024, n) || colon == s || (size_t)(colon - s) >= tlen)
             return false;
         snprintf(type, tlen, "%.*s", (int)(colon - s), s);
         return !strchr(type, ':');
@@ -134,7 +119,7 @@ static char *slurm_begin(const char *s, time_t now)
         if (!len || len >= sizeof num)
             return NULL;
         snprintf(num, sizeof num, "%.*s", (int)len, p);
-        if (!sbatch_whole(num, 0, 100000000, &v))
+        if (!parse_whole(num, 0, 100000000, &v))
             return NULL;
         for (size_t i = 0; i < ARRAY_LEN(units); i++)
             if (!strcasecmp(p + len, units[i].unit))
@@ -385,7 +370,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
         return 0;
     }
     case SB_CPUS:
-        if (!sbatch_whole(v, 1, 1024, &n))
+        if (!parse_whole(v, 1, 1024, &n))
             return jerr_input(e, o->name, "%s: '%.64s': must be a whole number of CPUs from 1 to 1024", where, v);
         set_slot(p, SB_CPUS, xprintf("%lld", n));
         return 0;
@@ -441,7 +426,7 @@ static int take_slot(sbatch_plan *p, const sb_opt *o, const char *v, const char 
             /* a positive nice lowers the priority: joblet's priority is its opposite */
             long long adj = 100;
             bool neg = v && *v == '-';
-            if (v && !sbatch_whole(v + neg, 0, 2147483645, &adj))
+            if (v && !parse_whole(v + neg, 0, 2147483645, &adj))
                 return jerr_input(e, "nice", "%s: '%.64s': must be a whole number (a positive one lowers the "
                                   "job's priority)", where, v);
             adj = neg ? -adj : adj;
@@ -499,7 +484,7 @@ static int take(sbatch_plan *p, const sb_opt *o, const char *v, const char *wher
     }
     case K_ONE:
         /* "1" or Slurm's range "1-1" */
-        if (sbatch_whole(v, 1, 1, &n) || !strcmp(v, "1-1"))
+        if (parse_whole(v, 1, 1, &n) || !strcmp(v, "1-1"))
             return 0;
         return jerr_input(e, o->name, "%s: %.64s: %s", where, v, o->text);
     case K_NOTE:

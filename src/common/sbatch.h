@@ -75,8 +75,6 @@ void sbatch_flags(const sbatch_plan *p, sbatch_list *out, sbatch_list *where);
  * was set). Flags that are rnx's own (--upload, --follow, --wait) are left to it. 0, or -1. */
 int sbatch_check(const sbatch_list *flags, const sbatch_list *where, time_t now, jerr *e);
 
-/* A whole number from lo to hi, all of s (no sign, no blank). */
-bool sbatch_whole(const char *s, long long lo, long long hi, long long *out);
 /* Slurm's memory: a number with K, M (the default), G or T: megabytes, rounded up; -1 when
  * malformed. */
 long long sbatch_mb(const char *s);

@@ -22,13 +22,13 @@ void srun_free(srun_plan *p)
     *p = (srun_plan){0};
 }
 
-/* One of the job's counts, or -1 when it does not say (sbatch_whole: the one reading of Slurm's
+/* One of the job's counts, or -1 when it does not say (parse_whole: the one reading of Slurm's
  * whole numbers). */
 static long long job_num(char *(*get)(const char *), const char *name)
 {
     const char *v = get(name);
     long long n;
-    return v && sbatch_whole(v, 0, 999999999999999999LL, &n) ? n : -1;
+    return v && parse_whole(v, 0, 999999999999999999LL, &n) ? n : -1;
 }
 
 srun_job srun_job_from_env(char *(*get)(const char *name))
@@ -205,15 +205,15 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
     switch (o->kind) {
     case R_ONE:
         if (!strcmp(o->name, "relative")) {
-            if (!sbatch_whole(v, 0, 0, &n))
+            if (!parse_whole(v, 0, 0, &n))
                 return jerr_input(e, o->name, "%s: %s", where, NOT_IN_A_JOB);
             return 0;
         }
-        if (!strcmp(o->name, "nodes") && !strncmp(v, "1-", 2) && sbatch_whole(v + 2, 1, 1LL << 40, &n))
+        if (!strcmp(o->name, "nodes") && !strncmp(v, "1-", 2) && parse_whole(v + 2, 1, 1LL << 40, &n))
             v = "1"; /* at least one: one it is */
-        if (!sbatch_whole(v, 1, 1, &n))
+        if (!parse_whole(v, 1, 1, &n))
             return jerr_input(e, o->name, "%s: %s", where,
-                              sbatch_whole(v, 2, 1LL << 40, &n) ? NOT_IN_A_JOB
+                              parse_whole(v, 2, 1LL << 40, &n) ? NOT_IN_A_JOB
                                                                 : "must be a whole number (1 in a joblet job)");
         if (!strcmp(o->name, "ntasks-per-gpu") && job->gpus > 1)
             return jerr_input(e, o->name, "%s: a task a GPU is %lld tasks in this job: %s", where, job->gpus,
@@ -230,7 +230,7 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
             return jerr_input(e, o->name, "%s: needs a file name, all, none or a task number", where);
         if (!strcasecmp(v, "none"))
             *slot = xstrdup("/dev/null");
-        else if (strcasecmp(v, "all") && !sbatch_whole(v, 0, 0, &n)) {
+        else if (strcasecmp(v, "all") && !parse_whole(v, 0, 0, &n)) {
             if (strspn(v, "0123456789") == strlen(v))
                 return jerr_input(e, o->name, "%s: the job's one task is task 0", where);
             *slot = xstrdup(v);
@@ -286,7 +286,7 @@ static int take(srun_plan *p, const sr_opt *o, const char *v, const char *where,
         return 0;
     }
     case R_CPUS:
-        if (!sbatch_whole(v, 1, 1 << 20, &n))
+        if (!parse_whole(v, 1, 1 << 20, &n))
             return jerr_input(e, o->name, "%s: must be a whole number of CPUs", where);
         return share(p, where, n, job->cpus, "CPUs", " CPUs", e);
     case R_GPUS: {
@@ -523,7 +523,7 @@ static int hostname_item(const char *item, sbatch_list *out, jerr *e)
             *dash = 0;
         const char *hi_s = dash ? dash + 1 : r;
         long long lo, hi;
-        if (!sbatch_whole(r, 0, 999999999, &lo) || !sbatch_whole(hi_s, 0, 999999999, &hi) || hi < lo)
+        if (!parse_whole(r, 0, 999999999, &lo) || !parse_whole(hi_s, 0, 999999999, &hi) || hi < lo)
             return jerr_input(e, "hostlist", "'%.64s': a range is N or LOW-HIGH, in numbers, LOW <= HIGH", item);
         int width = r[0] == '0' ? (int)strlen(r) : 0;
         for (long long v = lo; v <= hi; v++) {
