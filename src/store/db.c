@@ -332,6 +332,14 @@ db *db_open(const char *path, jerr *e)
                     " PRAGMA cache_size=-1024; PRAGMA secure_delete=ON;", e) < 0 ||
         migrate(d, e) < 0)
         goto fail;
+    /* History rows of no job nor array: a job's events kept while commits failed (job_events.c)
+     * may be committed before its own lost row is, and joblet end between the two; nothing else
+     * would ever delete them (one scan of the table, at the start only) */
+    if (exec_sql(d, "DELETE FROM job_events WHERE job_id NOT IN (SELECT id FROM jobs)"
+                    " AND job_id NOT IN (SELECT id FROM arrays);", e) < 0)
+        goto fail;
+    if (sqlite3_changes(d->h) > 0)
+        log_info("database: %d history events of no job deleted", sqlite3_changes(d->h));
     char keypath[4200];
     snprintf(keypath, sizeof keypath, "%s.key", path);
     if (open_key(d, path, keypath, e) < 0 || reseal(d, e) < 0)

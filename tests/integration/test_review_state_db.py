@@ -209,6 +209,34 @@ def test_a_jobs_history_written_while_commits_fail_is_written_again(small_state)
         c.close()
 
 
+def test_history_rows_of_no_job_are_deleted_at_the_start(fresh_daemon):
+    """A job's events kept while commits failed may be committed before its own lost row is (its
+    next event puts them in first), and joblet may end between the two: rows of job_events that
+    name no job nor array, which nothing would ever delete. joblet deletes them when it opens
+    its database; the history of the jobs it has stays whole."""
+    import sqlite3
+    d = fresh_daemon()
+    jid = d.submit("true")
+    d.wait(jid)
+    before = history(d, jid)
+    d.stop()
+    c = sqlite3.connect(f"{d.state}/joblet.db")
+    try:
+        c.executemany("INSERT INTO job_events (job_id, n, ts_ms, event) VALUES (?, ?, 1, 'started')",
+                      [("0f0f0f0f-dead-4bad-8bad-0123456789ab", n) for n in (1, 2)])
+        c.commit()
+    finally:
+        c.close()
+    d.start()
+    assert "database: 2 history events of no job deleted" in d.log(), d.log()[-2000:]
+    assert history(d, jid) == before
+    c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
+    try:
+        assert c.execute("SELECT count(*) FROM job_events WHERE job_id LIKE '0f0f0f0f-%'").fetchone()[0] == 0
+    finally:
+        c.close()
+
+
 def db_job_count(d):
     import sqlite3
     c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
