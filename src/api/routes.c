@@ -181,8 +181,6 @@ static enum MHD_Result submit(request *r)
     return http_reply_json(r->conn, 201, job_json(j));
 }
 
-/* GET /v1/jobs[?status=S][&user=UID][&gpu=INDEX|UUID][&since=RFC3339]: the caller's jobs (root:
- * all), oldest first, those matching every filter given. */
 /* ?status=STATE (a listing's filter, an action's condition: scancel --state): false, with e set,
  * when it is given and names no state; *given says whether it was. */
 static bool query_status(request *r, bool *given, enum job_state *want, jerr *e)
@@ -214,6 +212,8 @@ static int query_owner_name(request *r, const char *id, const char *name, uid_t 
     return 0;
 }
 
+/* GET /v1/jobs[?status=S][&user=UID][&gpu=INDEX|UUID][&since=RFC3339]: the caller's jobs (root:
+ * all), oldest first, those matching every filter given. */
 static enum MHD_Result list(request *r)
 {
     const char *uf = query_get(r, "user"), *gf = query_get(r, "gpu"), *tf = query_get(r, "since");
@@ -225,7 +225,7 @@ static enum MHD_Result list(request *r)
     const char *guuid = gk >= 0 ? core.gpu.inv.gpu[gk].uuid : gf;   /* else a MIG device's UUID */
     jerr e = {0};
     if (!query_status(r, &by_state, &want, &e))
-        ;
+        ; /* (e says why) */
     else if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))
         jerr_field(&e, "user", "user: '%s' is not a uid; give a number, e.g. 1000", uf);
     else if (uf && !authz_may_on(&r->who, AUTHZ_OTHERS_JOBS, (uid_t)uid))
