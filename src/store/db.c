@@ -334,12 +334,28 @@ db *db_open(const char *path, jerr *e)
         goto fail;
     /* History rows of no job nor array: a job's events kept while commits failed (job_events.c)
      * may be committed before its own lost row is, and joblet end between the two; nothing else
-     * would ever delete them (one scan of the table, at the start only) */
-    if (exec_sql(d, "DELETE FROM job_events WHERE job_id NOT IN (SELECT id FROM jobs)"
-                    " AND job_id NOT IN (SELECT id FROM arrays);", e) < 0)
-        goto fail;
-    if (sqlite3_changes(d->h) > 0)
-        log_info("database: %d history events of no job deleted", sqlite3_changes(d->h));
+     * would ever delete them. Looked for (a read: one scan of the table, at the start only), and
+     * deleted only when there are some: a start while another process holds the write lock
+     * waits for no write, and one that cannot delete them now leaves them to the next start. */
+    static const char orphans[] = "FROM job_events WHERE job_id NOT IN (SELECT id FROM jobs)"
+                                  " AND job_id NOT IN (SELECT id FROM arrays)";
+    char q[256];
+    sqlite3_stmt *st;
+    int found = 0;
+    snprintf(q, sizeof q, "SELECT EXISTS (SELECT 1 %s)", orphans);
+    if (sqlite3_prepare_v2(d->h, q, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            found = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (found) {
+        jerr de = {0};
+        snprintf(q, sizeof q, "DELETE %s;", orphans);
+        if (exec_sql(d, q, &de) < 0)
+            log_warn("database: history events of no job left for the next start: %s", de.msg);
+        else
+            log_info("database: %d history events of no job deleted", sqlite3_changes(d->h));
+    }
     char keypath[4200];
     snprintf(keypath, sizeof keypath, "%s.key", path);
     if (open_key(d, path, keypath, e) < 0 || reseal(d, e) < 0)
