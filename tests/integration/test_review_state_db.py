@@ -227,6 +227,17 @@ def test_history_rows_of_no_job_are_deleted_at_the_start(fresh_daemon):
         c.commit()
     finally:
         c.close()
+    # another process holding the write lock: joblet starts, and leaves them to its next start
+    lock = sqlite3.connect(f"{d.state}/joblet.db", timeout=30, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        d.start()
+        assert "history events of no job left for the next start" in d.log(), d.log()[-2000:]
+        assert history(d, jid) == before
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    d.stop()
     d.start()
     assert "database: 2 history events of no job deleted" in d.log(), d.log()[-2000:]
     assert history(d, jid) == before
