@@ -119,13 +119,17 @@ static void record(const char *id, int64_t at_ms, enum job_event ev, int64_t uid
     }
     bool in_order = !nlost || insert_lost_of(id); /* (the job's earlier events first) */
     if (nkept == EVENTS_KEPT_MAX) {
-        /* the database has taken no commit for that many events: the oldest goes */
-        log_err("job %s: event %s lost: more than %d events wait for the database", kept[0].id,
-                job_event_name(kept[0].ev), EVENTS_KEPT_MAX);
-        nlost -= !kept[0].in_txn;
-        free(kept[0].detail);
-        memmove(kept, kept + 1, (nkept - 1) * sizeof *kept);
-        nkept--;
+        /* the database has taken no commit for that many events: the oldest eighth goes, in one
+         * move (not the whole list moved for each new event while it stays full) */
+        size_t drop = EVENTS_KEPT_MAX / 8;
+        log_err("job %s: event %s and the %zu kept after it lost: more than %d events wait for the database",
+                kept[0].id, job_event_name(kept[0].ev), drop - 1, EVENTS_KEPT_MAX);
+        for (size_t i = 0; i < drop; i++) {
+            nlost -= !kept[i].in_txn;
+            free(kept[i].detail);
+        }
+        memmove(kept, kept + drop, (nkept - drop) * sizeof *kept);
+        nkept -= drop;
     }
     if (nkept == kept_cap) {
         kept_cap *= 2;
