@@ -226,7 +226,36 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
     uid_t by = who->uid;
     uint32_t *unmade = NULL;
     int64_t nunmade = 0;
-    if (hold && tasks) {
+    /* an array an admin holds whole: its tasks too are an admin's to release (as a task held so is,
+     * job_ctl.h), refused before anything is let go */
+    if (!hold && a->held && a->held_by >= 0 && (uid_t)a->held_by != a->owner_uid) {
+        char what[200];
+        snprintf(what, sizeof what, "releasing %s array %s, held by uid %lld (an admin's hold; its owner releases "
+                                    "only its own holds)", tasks ? "tasks of" : "", a->id, (long long)a->held_by);
+        if (authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e) < 0)
+            return -1;
+    }
+    /* of an array held whole, tasks not made yet released from that hold one by one (Slurm's
+     * scontrol release 123_[3-5] splits them out of the array's record), or held with it again:
+     * kept as ranges of its list's places (arrays.h: released), bounded whatever its size; its
+     * whole hold again (rnx job hold ID) holds those released too */
+    uint64_t apart = 0;
+    if (a->held && tasks && !arrays_ended(a) && !arrays_canceled(a)) {
+        if (!hold && depend_tasks_by_task(a))
+            return jerr_http(e, 409, "array %s: its tasks wait task by task for their own tasks (--after=ARRAY:corr): "
+                                     "they are released only with the whole array (rnx job release %.8s)", a->id, a->id);
+        if ((!hold || a->released.n) && arrays_released_set(a, tasks, !hold, &apart, e) < 0)
+            return -1;
+    } else if (a->held && !tasks && hold && a->released.n) {
+        uint64_t n = arrays_released_left(a, NULL);
+        if (arrays_set_held(a, true, by, e) < 0) /* (held as it was, by whom it was; none apart now) */
+            return -1;
+        (*acted)++;
+        job_event_array(a, JE_HELD, (int64_t)by, "held whole again by uid %u: its %llu tasks not made yet that were "
+                        "released from the hold one by one are held with it", (unsigned)by, (unsigned long long)n);
+    }
+    *acted += apart;
+    if (hold && tasks && !apart) {
         unmade = xcalloc(ARRAY_CTL_HOLD_MAKE, sizeof *unmade);
         if ((nunmade = unmade_named(a, tasks, unmade, e)) < 0) {
             free(unmade);
@@ -234,15 +263,6 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         }
     }
     bool whole = !tasks && a->held != hold && !arrays_ended(a) && !arrays_canceled(a);
-    /* an array held by another uid than its owner (an admin's hold, as a job's: job_ctl.h) is an
-     * admin's to release, its tasks and all: refused before anything is let go */
-    if (whole && !hold && a->held_by >= 0 && (uid_t)a->held_by != a->owner_uid) {
-        char what[200];
-        snprintf(what, sizeof what, "releasing array %s, held by uid %lld (an admin's hold; its owner releases only "
-                                    "its own holds)", a->id, (long long)a->held_by);
-        if (authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e) < 0)
-            return -1;
-    }
     if (whole) {
         if (arrays_set_held(a, hold, by, e) < 0)
             return -1;
@@ -286,15 +306,6 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
     if (!*acted && refused.http) {
         *e = refused;
         return -1;
-    }
-    /* tasks named of an array held whole (rnx job run --hold --array, sbatch -H): HELD as the list
-     * shows, but those not made yet go only with the array */
-    if (!*acted && !hold && tasks && a->held) {
-        char holder[40] = "";
-        if (a->held_by >= 0)
-            snprintf(holder, sizeof holder, " by uid %lld", (long long)a->held_by);
-        return jerr_http(e, 409, "array %s is held whole%s: its tasks not started yet are released with it (rnx "
-                                 "job release %.8s), not one by one", a->id, holder, a->id);
     }
     if (!*acted)
         return jerr_http(e, 409, "array %s: no task %swas %s", a->id, tasks ? "named " : "",

@@ -14,6 +14,12 @@
 /* Why its next task waits, in a few words (the scheduler's reason for that task). */
 static const char *wait_words(const jarray *a, char *buf, size_t len)
 {
+    if (a->held && a->released.n && arrays_released_left(a, NULL)) {
+        char tasks[64];
+        arrays_released_format(a, tasks, sizeof tasks);
+        snprintf(buf, len, "held, but for its tasks %s released from the hold: they start as room comes", tasks);
+        return buf;
+    }
     if (a->held)
         return "held";
     if (!a->ix_unmade) /* none left to make (what the scheduler's pass last said of it is old) */
@@ -80,7 +86,7 @@ json_t *array_json(const jarray *a)
     char spec[2048], ref[2100];
     arrayspec_format(&a->spec, true, spec, sizeof spec);
     ref_of(a, ref, sizeof ref);
-    char words[120], deps[600];
+    char words[200], deps[600];
     const char *why = array_why(a, words, sizeof words, deps, sizeof deps);
     json_t *args = json_array();
     for (size_t i = 0; i < a->req.nargs; i++)
@@ -91,6 +97,12 @@ json_t *array_json(const jarray *a)
                             "counts", counts, "deleted", (json_int_t)c.deleted, "held", a->held, "canceled_by",
                             a->canceled_by >= 0 ? json_integer(a->canceled_by) : json_null(), "wait",
                             why ? json_string(why) : json_null());
+    if (a->held && a->released.n) { /* its tasks released from the hold one by one (made or not) */
+        char rel[1024];
+        arrays_released_format(a, rel, sizeof rel);
+        json_object_set_new(arr, "released", json_string(rel));
+    } else
+        json_object_set_new(arr, "released", json_null());
     json_t *o = json_pack("{s:s,s:s,s:o?,s:s,s:I,s:s,s:o,s:o,s:o}", "id", a->id, "kind", "array", "name",
                           a->name ? json_string(a->name) : NULL, "status", job_state_name(arrays_state(a, &c)),
                           "owner_uid", (json_int_t)a->owner_uid, "command", a->req.command ? a->req.command : "",
@@ -130,7 +142,7 @@ json_t *array_task_json(const jarray *a, uint32_t t)
     bool canceled = arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t));
     /* what its array waits for (its --after, its --schedule, its hold, its %N): it was "as room
      * comes" whatever held it */
-    char words[120], deps[600], reason[800];
+    char words[200], deps[600], reason[800];
     bool alone = canceled && !arrays_canceled(a); /* (canceled by name: ID_7, ID_[3-5]) */
     const char *why = alone ? NULL : array_why(a, words, sizeof words, deps, sizeof deps);
     if (why)
@@ -140,7 +152,7 @@ json_t *array_task_json(const jarray *a, uint32_t t)
         snprintf(reason, sizeof reason, "%s",
                  canceled ? "canceled before it started" : "not started yet: the array's tasks start as room comes");
     return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s,s:I},s:b,s:s}", "id", id, "kind", "task", "status",
-                     canceled ? "CANCELED" : job_state_name(arrays_unmade_state(a)), "array", "id", a->id, "task",
+                     canceled ? "CANCELED" : job_state_name(arrays_unmade_task_state(a, t)), "array", "id", a->id, "task",
                      (json_int_t)t, "ref", id, "number", (json_int_t)a->seq, "made", 0, "wait_reason", reason);
 }
 

@@ -489,9 +489,10 @@ uint64_t arrays_jobless(uid_t uid)
 uint32_t arrays_offer(const jarray *a, uint32_t runs)
 {
     /* (its tasks not made and not canceled, as counted at its last change) */
-    if (a->held || a->waiting || arrays_canceled(a) || !a->ix_unmade)
+    if ((a->held && !a->released.n) || a->waiting || arrays_canceled(a) || !a->ix_unmade)
         return 0;
-    uint64_t left = a->ix_unmade;
+    /* held: those released from the hold one by one only */
+    uint64_t left = a->held ? arrays_released_left(a, NULL) : a->ix_unmade;
     uint64_t n = left < ARRAYS_PER_PASS ? left : ARRAYS_PER_PASS;
     if (a->spec.throttle)
         n = runs >= a->spec.throttle ? 0 : n < a->spec.throttle - runs ? n : a->spec.throttle - runs;
@@ -669,6 +670,230 @@ int arrays_go_take(jarray *a, uint32_t *t)
         }
     }
     return -1;
+}
+
+/* ---- tasks released one by one from a whole hold (released: places in the list) ---- */
+
+/* The range of a's list holding place p, and p's offset in it (p < count). */
+static size_t range_at(const arrayspec *s, uint64_t p, uint64_t *off)
+{
+    size_t i = 0;
+    while (i + 1 < s->n && p >= arrayspec_range_count(&s->r[i]))
+        p -= arrayspec_range_count(&s->r[i++]);
+    *off = p;
+    return i;
+}
+
+/* The lowest start above t of a set's ranges (step 1, in order), or UINT64_MAX. */
+static uint64_t next_lo(const arrayspec *s, uint32_t t)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->r[i].lo > t)
+            return s->r[i].lo;
+    return UINT64_MAX;
+}
+
+uint64_t arrays_released_left(const jarray *a, uint32_t *first)
+{
+    uint64_t n = 0;
+    if (arrays_canceled(a))
+        return 0;
+    /* range by range of released, from the cursor on: a run of tasks canceled or made ahead (skip's
+     * and ahead's ranges) passed in one step, a run of tasks still to make counted in one */
+    for (size_t l = 0; l < a->released.n; l++) {
+        uint64_t p = a->released.r[l].lo > a->made ? a->released.r[l].lo : a->made, hi = a->released.r[l].hi;
+        while (p <= hi && p < a->spec.count) {
+            uint64_t off;
+            const arrayspec_range *r = &a->spec.r[range_at(&a->spec, p, &off)];
+            uint64_t room = arrayspec_range_count(r) - off;
+            if (hi - p + 1 < room)
+                room = hi - p + 1;
+            uint32_t t = r->lo + (uint32_t)off * r->step;
+            const arrayspec_range *gone = a->skip.n ? arrayspec_range_of(&a->skip, t) : NULL;
+            if (!gone && a->ahead.n)
+                gone = arrayspec_range_of(&a->ahead, t);
+            if (gone) {
+                uint64_t past = (uint64_t)(gone->hi - t) / r->step + 1;
+                p += past < room ? past : room;
+                continue;
+            }
+            uint64_t nx = next_lo(&a->skip, t), nx2 = next_lo(&a->ahead, t), run = room;
+            if (nx2 < nx)
+                nx = nx2;
+            if (nx != UINT64_MAX && (nx - 1 - t) / r->step + 1 < run)
+                run = (nx - 1 - t) / r->step + 1;
+            if (!n && first)
+                *first = t;
+            n += run;
+            p += run;
+        }
+    }
+    return n;
+}
+
+int arrays_released_next(const jarray *a, uint32_t *t)
+{
+    if (!a->held || !a->released.n || arrays_released_left(a, t) == 0)
+        return -1;
+    return arrays_ahead_ok(a, *t) ? 0 : -1;
+}
+
+bool arrays_task_held(const jarray *a, uint32_t t)
+{
+    if (!a->held)
+        return false;
+    if (!a->released.n)
+        return true;
+    int64_t k = arrayspec_index(&a->spec, t);
+    return k < 0 || !arrayspec_has(&a->released, (uint32_t)k);
+}
+
+/* lo..hi added to a set of ranges of step 1 (in order, merged): false, s unchanged, when that needs
+ * more than ARRAYSPEC_MAX_RANGES ranges. */
+static bool set_add_range(arrayspec *s, uint32_t lo, uint32_t hi)
+{
+    size_t i = 0;
+    while (i < s->n && (uint64_t)s->r[i].hi + 1 < lo)
+        i++;
+    size_t j = i;
+    while (j < s->n && s->r[j].lo <= (uint64_t)hi + 1) {
+        if (s->r[j].lo < lo)
+            lo = s->r[j].lo;
+        if (s->r[j].hi > hi)
+            hi = s->r[j].hi;
+        j++;
+    }
+    if (j == i) {
+        if (s->n == ARRAYSPEC_MAX_RANGES)
+            return false;
+        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
+        s->n++;
+    } else {
+        memmove(&s->r[i + 1], &s->r[j], (s->n - j) * sizeof *s->r);
+        s->n -= j - i - 1;
+    }
+    s->r[i] = (arrayspec_range){lo, hi, 1};
+    s->count = 0;
+    for (size_t k = 0; k < s->n; k++)
+        s->count += (uint64_t)(s->r[k].hi - s->r[k].lo) + 1;
+    set_bounds(s);
+    return true;
+}
+
+/* The tasks of a list (of a's tasks) by their places in a's list, as ranges of step 1 into out: a
+ * range of the list of step 1 (or of the array's own step there) is a run of places in each range
+ * of a's list, found by arithmetic; one of another step, each of its tasks (at most 65,536 in
+ * all: 400 beyond, naming the way that costs nothing). 409 past ARRAYSPEC_MAX_RANGES ranges. */
+#define ARRAYS_RELEASE_LOOKS 65536
+static int to_places(const jarray *a, const arrayspec *tasks, arrayspec *out, jerr *e)
+{
+    *out = (arrayspec){.n = 0};
+    uint64_t looks = 0;
+    for (size_t q = 0; q < tasks->n; q++) {
+        const arrayspec_range *n = &tasks->r[q];
+        uint64_t base = 0;
+        for (size_t i = 0; i < a->spec.n; base += arrayspec_range_count(&a->spec.r[i]), i++) {
+            const arrayspec_range *r = &a->spec.r[i];
+            uint32_t x = n->lo > r->lo ? n->lo : r->lo, y = n->hi < r->hi ? n->hi : r->hi, s = r->step;
+            if (x > y)
+                continue;
+            bool ok = true;
+            if (n->lo == n->hi || n->step == 1 ||
+                (n->step == s && (n->lo >= r->lo ? (n->lo - r->lo) % s : (r->lo - n->lo) % s) == 0)) {
+                uint64_t k0 = ((uint64_t)(x - r->lo) + s - 1) / s, k1 = (uint64_t)(y - r->lo) / s;
+                if (k0 <= k1)
+                    ok = set_add_range(out, (uint32_t)(base + k0), (uint32_t)(base + k1));
+            } else {
+                uint64_t v = n->lo + ((uint64_t)(x - n->lo) + n->step - 1) / n->step * n->step;
+                for (; ok && v <= y; v += n->step) {
+                    if (++looks > ARRAYS_RELEASE_LOOKS)
+                        return jerr_http(e, 400, "tasks: array %s: releasing tasks from its hold takes ranges of step 1 "
+                                                 "(or of the array's own step); a range of step %u names more than %d "
+                                                 "tasks to look at one by one", a->id, n->step, ARRAYS_RELEASE_LOOKS);
+                    if ((v - r->lo) % s == 0)
+                        ok = set_add_range(out, (uint32_t)(base + (v - r->lo) / s), (uint32_t)(base + (v - r->lo) / s));
+                }
+            }
+            if (!ok)
+                return jerr_http(e, 409, "array %s: the tasks named are kept as more than %d ranges of its list; at most "
+                                         "%d may be released from its hold one by one (name fewer ranges, or release "
+                                         "the whole array: rnx job release %.8s)", a->id, ARRAYSPEC_MAX_RANGES,
+                                 ARRAYS_RELEASED_MAX, a->id);
+        }
+    }
+    return 0;
+}
+
+int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_t *moved, jerr *e)
+{
+    *moved = 0;
+    if (!a->held)
+        return 0;
+    arrayspec *pl = xmalloc(sizeof *pl), *now = xmalloc(sizeof *now), *was = xmalloc(sizeof *was);
+    int rc = -1;
+    if (to_places(a, tasks, pl, e) < 0)
+        goto out;
+    *now = a->released;
+    bool ok = true;
+    for (size_t i = 0; ok && i < pl->n; i++)
+        ok = release ? set_add_range(now, pl->r[i].lo, pl->r[i].hi) : true;
+    if (ok && !release)
+        ok = set_minus(now, pl);
+    if (!ok || now->n > ARRAYS_RELEASED_MAX) {
+        jerr_http(e, 409, "array %s: the tasks released from its hold one by one are kept as at most %d ranges of its "
+                          "list, and this would make %s%zu; nothing changed (name fewer ranges, or release the whole "
+                          "array: rnx job release %.8s)", a->id, ARRAYS_RELEASED_MAX, ok ? "" : "more than ",
+                  ok ? now->n : (size_t)ARRAYSPEC_MAX_RANGES, a->id);
+        goto out;
+    }
+    uint64_t before = arrays_released_left(a, NULL);
+    *was = a->released;
+    a->released = *now;
+    uint64_t after = arrays_released_left(a, NULL);
+    if (save(a, e) < 0) {
+        a->released = *was;
+        goto out;
+    }
+    *moved = release ? after - before : before - after;
+    ev_mark(a);
+    changed(a);
+    if (release)
+        state_want(WANT_SCHEDULE);
+    rc = 0;
+out:
+    free(pl), free(now), free(was);
+    return rc;
+}
+
+void arrays_released_format(const jarray *a, char *out, size_t len)
+{
+    /* each range of places, range by range of the list: tasks lo..hi of that range's step */
+    arrayspec *s = xmalloc(sizeof *s);
+    *s = (arrayspec){.n = 0};
+    bool cut = false;
+    for (size_t l = 0; l < a->released.n && !cut; l++) {
+        uint64_t p = a->released.r[l].lo, hi = a->released.r[l].hi;
+        while (p <= hi && p < a->spec.count && !cut) {
+            uint64_t off;
+            const arrayspec_range *r = &a->spec.r[range_at(&a->spec, p, &off)];
+            uint64_t room = arrayspec_range_count(r) - off;
+            if (hi - p + 1 < room)
+                room = hi - p + 1;
+            if (s->n == ARRAYSPEC_MAX_RANGES) {
+                cut = true;
+                break;
+            }
+            uint32_t lo = r->lo + (uint32_t)off * r->step;
+            s->r[s->n++] = (arrayspec_range){lo, lo + (uint32_t)(room - 1) * r->step, room > 1 ? r->step : 1};
+            s->count += room;
+            p += room;
+        }
+    }
+    arrayspec_format(s, false, out, len);
+    size_t l = strlen(out);
+    if (cut && l + 4 < len)
+        snprintf(out + l, len - l, ",...");
+    free(s);
 }
 
 /* The slot of the made task at the list's place k (*found: its job may have been deleted since,
@@ -853,6 +1078,17 @@ enum job_state arrays_unmade_state(const jarray *a)
     return a->held ? JS_HELD : a->waiting ? JS_PENDING : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
 }
 
+/* What a task released from its array's hold waits as: as one of an array not held. */
+static enum job_state released_state(const jarray *a)
+{
+    return a->waiting ? JS_PENDING : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+}
+
+enum job_state arrays_unmade_task_state(const jarray *a, uint32_t t)
+{
+    return a->held && !arrays_task_held(a, t) ? released_state(a) : arrays_unmade_state(a);
+}
+
 void arrays_count(const jarray *a, arrays_counts *c)
 {
     *c = (arrays_counts){0};
@@ -875,7 +1111,12 @@ void arrays_count(const jarray *a, arrays_counts *c)
         c->n[JS_CANCELED] += left - ahead;
     else {
         c->n[JS_CANCELED] += skipped_left;
-        c->n[arrays_unmade_state(a)] += left - skipped_left - ahead;
+        uint64_t unmade = left - skipped_left - ahead;
+        uint64_t rel = a->held && a->released.n ? arrays_released_left(a, NULL) : 0;
+        if (rel > unmade)
+            rel = unmade;
+        c->n[arrays_unmade_state(a)] += unmade - rel;
+        c->n[released_state(a)] += rel;
     }
     uint64_t made_jobs = a->made - skipped_before + ahead;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;
@@ -1130,10 +1371,23 @@ void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why)
 
 int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)
 {
+    if (a->held == held && held && a->released.n) { /* held whole again: those released with it */
+        arrayspec *was = xmalloc(sizeof *was);
+        *was = a->released;
+        a->released = (arrayspec){.n = 0};
+        int rc = save(a, e);
+        if (rc < 0)
+            a->released = *was;
+        free(was);
+        ev_mark(a);
+        changed(a);
+        return rc;
+    }
     if (a->held == held)
         return 0;
     a->held = held;
     a->held_by = held ? (int64_t)by : -1;
+    a->released = (arrayspec){.n = 0}; /* (released whole, or held again whole: none is apart) */
     if (!held)
         a->joined_ms = qclock_now(); /* its place in the queue is from now (job.h, joined_ms) */
     ev_mark(a);
@@ -1204,7 +1458,8 @@ static void load_one(db_array *r, void *arg)
     jerr e = {0};
     if (arrayspec_parse(r->spec, "array", true, &a->spec, &e) < 0 ||
         (r->skip && arrayspec_parse(r->skip, "skip", false, &a->skip, &e) < 0) ||
-        (r->ahead && arrayspec_parse(r->ahead, "ahead", false, &a->ahead, &e) < 0)) {
+        (r->ahead && arrayspec_parse(r->ahead, "ahead", false, &a->ahead, &e) < 0) ||
+        (r->released && r->held && arrayspec_parse(r->released, "released", false, &a->released, &e) < 0)) {
         log_err("array %s: its stored task list cannot be read: %s; it is left out", r->id, e.msg);
         free(a);
         return;

@@ -58,7 +58,13 @@ typedef struct jarray {
     char *canceled_why;
     int64_t canceled_ms;       /* when tasks not made yet were last canceled (all, or some by id; saved):
                                 * the end of an array whose last tasks were never made; 0 never */
-    bool held;                 /* no task of it is made while held */
+    bool held;                 /* no task of it is made while held (but those of released) */
+    arrayspec released;        /* while held: its tasks released one by one from that hold (rnx job release
+                                * ID_[3-5], Slurm's scontrol release 123_[3-5]), by their places in the
+                                * list (ranges of step 1, at most ARRAYS_RELEASED_MAX: what a request may
+                                * keep is bounded whatever the array's size); made as room comes, as if
+                                * the array were not held; a made one is split out of the hold. Saved in
+                                * its row (schema 24); emptied when the array is released or held again */
     int64_t held_by;           /* while held: the uid that held it (its owner's hold, or an admin's:
                                 * only an admin releases that, authz.h AUTHZ_RELEASE_ADMIN_HOLD);
                                 * -1 none, or not known (a row from before schema 20) */
@@ -214,6 +220,8 @@ void arrays_count(const jarray *a, arrays_counts *c);
 /* The state of a task not made yet (of an array not canceled): PENDING while the array waits
  * for its dependencies, HELD while held, SCHEDULED before its start time, else QUEUED. */
 enum job_state arrays_unmade_state(const jarray *a);
+/* The same for task t of it: one released from the array's hold waits as if it were not held. */
+enum job_state arrays_unmade_task_state(const jarray *a, uint32_t t);
 /* The same, kept once the array ended (every task ended, none left to make) until it changes
  * again (a task's job deleted moves that task from its state to deleted; a change of the
  * array in this file, or of a task's state seen by arrays_task_changed, drops what was kept):
@@ -239,9 +247,29 @@ void arrays_cancel_dependency(jarray *a, const char *why);
 /* Every task not made yet canceled by joblet: how is ARRAYS_CANCELED_DEPENDENCY or
  * ARRAYS_CANCELED_UNMAKEABLE (queue.c: a task refused for good, its volume gone), why says so. */
 void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why);
-/* No task of it is made while held (its tasks not made count HELD); released, they are again.
+/* No task of it is made while held (its tasks not made count HELD; but those of released); released,
+ * they are again. Held again while held: those of released are held with it.
  * by: who holds it (held_by). */
 int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e);
+/* The most ranges (of places in its list) `released` keeps: a request naming more is refused. */
+#define ARRAYS_RELEASED_MAX 64
+/* Whether task t waits held with its array: the array is held and t was not released from it. */
+bool arrays_task_held(const jarray *a, uint32_t t);
+/* Of an array held whole, the tasks named (release) released from that hold, or (!release) held
+ * with it again: `released` changed and the row saved. *moved: tasks not made yet whose state
+ * that changed. Refused (409, nothing changed) when `released` would need more than
+ * ARRAYS_RELEASED_MAX ranges, and (400) a list of steps that cannot be kept so (a range whose
+ * step is neither 1 nor the array's own there, naming more than 65,536 tasks). O(ranges x ranges)
+ * however many tasks the array or the list has. */
+int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_t *moved, jerr *e);
+/* Its tasks released from its hold and not made yet (not canceled either): how many, and *first
+ * the first of them in the list's order (when not NULL and some are). O(ranges). */
+uint64_t arrays_released_left(const jarray *a, uint32_t *first);
+/* The next of those to make now (the scheduler's pass, while the array is held): 0 and *t, or -1
+ * (none, or none that can be made out of the list's order now: arrays_ahead_ok). */
+int arrays_released_next(const jarray *a, uint32_t *t);
+/* The task ids `released` names ("3-5,9"), in out (cut with "..." when too long). */
+void arrays_released_format(const jarray *a, char *out, size_t len);
 /* The array's request replaced by req (taken when 0 is returned), saved: the tasks made from now
  * on are made from it. Its list (req->array) must name the array's tasks; its %N becomes the
  * array's (400 naming "array" otherwise). */

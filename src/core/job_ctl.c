@@ -336,7 +336,7 @@ int job_ctl_may_release(const job *j, const caller *who, jerr *e)
      * own hold its owner's, made before the array's); as in Slurm, where the operator's hold
      * covers each of the array's tasks, split out or not */
     const jarray *a = j->array;
-    if (a && a->held && a->held_by >= 0 && (uid_t)a->held_by != j->owner_uid) {
+    if (a && arrays_task_held(a, (uint32_t)j->array_task) && a->held_by >= 0 && (uid_t)a->held_by != j->owner_uid) {
         snprintf(what, sizeof what, "releasing job %s, a task of array %.8s held by uid %lld (an admin's hold; its "
                                     "owner releases only its own holds)", j->id, a->id, (long long)a->held_by);
         if (authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e) < 0)
@@ -657,7 +657,7 @@ int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
 void job_ctl_reason(const job *j, char *out, size_t len)
 {
     *out = 0;
-    if (j->state == JS_HELD && j->array && j->array->held) {
+    if (j->state == JS_HELD && j->array && arrays_task_held(j->array, (uint32_t)j->array_task)) {
         char by[40] = "";
         if (j->array->held_by >= 0)
             snprintf(by, sizeof by, " by uid %lld", (long long)j->array->held_by);

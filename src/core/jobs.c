@@ -723,7 +723,8 @@ void job_unstart(job *j)
     back_to_wait(j);
     /* a task of a held array waits held, as job_requeue has it (its array held while this start
      * waited for its commit: the task was not among those waiting then) */
-    if (j->array && j->array->held && job_state_waiting(j->state) && j->state != JS_HELD) {
+    if (j->array && arrays_task_held(j->array, (uint32_t)j->array_task) && job_state_waiting(j->state) &&
+        j->state != JS_HELD) {
         j->state = JS_HELD;
         j->stopped_by = j->array->held_by;
     }
@@ -735,7 +736,8 @@ void job_requeue(job *j)
     back_to_wait(j);
     /* a task of a held array waits held, as its array's other waiting tasks are (docs/batch.md:
      * "those waiting are held too"), whether requeued or preempted; released with its array */
-    bool array_held = j->array && j->array->held;
+    /* (not one released from the array's hold one by one: it was split out of it) */
+    bool array_held = j->array && arrays_task_held(j->array, (uint32_t)j->array_task);
     j->state = j->requeue_hold || array_held ? JS_HELD : JS_PREEMPTED;
     if (j->requeue_asked && !j->requeue_hold)
         j->stopped_by = -1;

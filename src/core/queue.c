@@ -208,6 +208,8 @@ static bool net_take(queue_net *qn, size_t *nqn, const char *name)
 
 static int pick_task(jarray *a, uint32_t *t)
 {
+    if (a->held) /* (offered only its tasks released from the hold one by one: arrays_offer) */
+        return arrays_released_next(a, t);
     if (depend_tasks_ready(a, 1) == 1 && arrays_next(a, t) == 0)
         return 0;
     return arrays_go_take(a, t);

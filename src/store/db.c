@@ -155,6 +155,10 @@ static const char *const migrations[] = {
      * end of an array whose last tasks were never made (core/arrays.h). Rows from before: not
      * known (0) */
     "ALTER TABLE arrays ADD COLUMN canceled_ms INTEGER NOT NULL DEFAULT 0;",
+    /* 24: of an array held whole, its tasks released from that hold one by one (rnx job release
+     * ID_[3-5]), by their places in its list ("3-5,9": at most ARRAYS_RELEASED_MAX ranges,
+     * core/arrays.h). Rows from before: none */
+    "ALTER TABLE arrays ADD COLUMN released TEXT;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -1575,7 +1579,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
                            "INSERT OR REPLACE INTO arrays (id, seq, name, owner_uid, owner_gid, request, spec,"
                            " created_ms, made, skip, canceled_by, held, workflow_id, workflow_index, ahead, after_met,"
                            " held_by, gone_stopped, gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why,"
-                           " joined_ms, canceled_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " joined_ms, canceled_ms, released) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, 0, &st, NULL) != SQLITE_OK)
         return jerr_set(e, write_errno(d), "database: %s", sqlite3_errmsg(d->h));
     json_t *rj = jobreq_to_json(&a->req, JOBREQ_JSON_SECRETS);
@@ -1605,6 +1609,7 @@ int db_array_save(db *d, const db_array *a, jerr *e)
     bind_text(st, 23, a->canceled_why);
     sqlite3_bind_int64(st, 24, a->joined_ms);
     sqlite3_bind_int64(st, 25, a->canceled_ms);
+    bind_text(st, 26, a->held ? a->released : NULL);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     free(req);
@@ -1643,8 +1648,8 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, "SELECT id, seq, name, owner_uid, owner_gid, request, spec, created_ms, made, skip,"
                                   " canceled_by, held, workflow_id, workflow_index, ahead, after_met, held_by, gone_stopped,"
-                                  " gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why, joined_ms, canceled_ms"
-                                  " FROM arrays ORDER BY seq",
+                                  " gone_completed, gone_failed, gone_canceled, gone_exit, canceled_why, joined_ms, canceled_ms,"
+                                  " released FROM arrays ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
@@ -1681,6 +1686,7 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         a.canceled_why = (const char *)sqlite3_column_text(st, 22);
         a.joined_ms = sqlite3_column_int64(st, 23);
         a.canceled_ms = sqlite3_column_int64(st, 24);
+        a.released = (const char *)sqlite3_column_text(st, 25);
         fn(&a, arg);
         jobreq_free(&a.req);
     }

@@ -216,6 +216,7 @@ typedef struct db_array {
     bool after_met;          /* its `after` held once: it was let go (schema 19; core/arrays.h) */
     int64_t joined_ms;       /* when it last joined the queue (schema 22; core/arrays.h) */
     int64_t canceled_ms;     /* when tasks not made were last canceled; 0 never or not known (schema 23) */
+    const char *released;    /* held: its tasks released from that hold, by place ("3-5"; schema 24); NULL none */
 } db_array;
 int db_array_save(db *d, const db_array *a, jerr *e);
 int db_array_delete(db *d, const char *id, jerr *e);

@@ -184,23 +184,3 @@ def test_an_owners_hold_of_a_task_does_not_let_it_out_of_an_admins_array_hold(da
         assert d.job(task3)["status"] != "HELD", d.job(task3)
     finally:
         d.rnx("job", "cancel", aid)
-
-
-def test_releasing_tasks_of_an_array_held_whole_says_why_not(daemon):
-    """`rnx job run --hold --array=0-2` (sbatch -H --array), then `rnx job release ID_[0-1]`
-    (scontrol release 123_[0-1]): the tasks are HELD (the list says so), but joblet releases an
-    array's tasks not started yet only with the array. The refusal said "no task named was held to
-    be released", which contradicts what rnx job list shows; it says the array is held whole and
-    what releases them."""
-    d = daemon
-    p = rnx_as(d, USER, "job", "run", "--hold", "--array=0-2", "true")
-    assert p.returncode == 0, p.stderr
-    aid = p.stdout.strip()
-    try:
-        assert d.job(aid)["array"]["counts"] == {"HELD": 3}
-        p = rnx_as(d, USER, "job", "release", f"{aid[:8]}_[0-1]")
-        assert p.returncode == 1 and d.job(aid)["array"]["counts"] == {"HELD": 3}, (p.returncode, p.stderr)
-        assert "no task named was held" not in p.stderr, p.stderr
-        assert "held whole" in p.stderr and f"rnx job release {aid[:8]}" in p.stderr, p.stderr
-    finally:
-        d.rnx("job", "cancel", aid)
