@@ -629,6 +629,14 @@ int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
         return jerr_http(e, 409, "job %s is Slurm task %s: Slurm runs it, and requeues it (scontrol requeue); "
                                  "joblet's queue would run it outside Slurm's allocation", j->id, t);
     }
+    /* Slurm's scontrol requeue takes an ended batch job too; joblet does not (docs/batch.md,
+     * "Requeue of an ended job"): what others did on its end (rnx job wait answered, the jobs
+     * waiting on it decided and done with, a workflow's or an array's state, its run's record)
+     * would be taken back without being decided again */
+    if (job_state_terminal(j->state))
+        return jerr_http(e, 409, "job %s is %s (ended); only a running or suspended job can be requeued: joblet does "
+                                 "not put an ended job back in the queue (what waited on its end was decided on it "
+                                 "already); submit it again (rnx job run ...)", j->id, job_state_name(j->state));
     if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)
         return refuse(j, "requeued", "a running or suspended", e);
     if (j->preempting)

@@ -799,3 +799,21 @@ def test_a_suspended_jobs_time_moves_the_queues_at_the_latest_time(fresh_daemon)
     after = wait_for(lambda: (t := latest()) and t != before and t, "the time to move")
     assert (after - before).total_seconds() >= suspended_s - 1, (before, after, suspended_s, j["started_at"])
     end(dd, a, b)
+
+
+def test_requeue_of_an_ended_job_is_refused_saying_why(d):
+    """Slurm's scontrol requeue takes a finished batch job; joblet does not (docs/batch.md,
+    "Requeue of an ended job"): refused, 409, the answer saying that the job ended and why it is
+    not put back (what waited on its end was decided on it), with --hold too; nothing changes,
+    not its state nor its history."""
+    jid = d.submit("true")
+    assert d.wait(jid)["status"] == "COMPLETED"
+    before = events(d, jid)
+    code, e = d.api("POST", f"/v1/jobs/{jid}/requeue")
+    assert code == 409 and e["error"]["message"].startswith(f"job {jid} is COMPLETED (ended); only a running or "
+                                                            "suspended job can be requeued"), e
+    assert "submit it again" in e["error"]["message"], e
+    p = d.rnx("job", "requeue", "--hold", jid)
+    assert p.returncode == 1 and "(ended)" in p.stderr and "decided on it" in p.stderr, p.stderr
+    j = d.job(jid)
+    assert (j["status"], j["preemptions"], events(d, jid)) == ("COMPLETED", 0, before), j
