@@ -35,12 +35,10 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, const enum job_state *only,
                   uint64_t *acted, jerr *e)
 {
     *acted = 0;
-    if (!only || arrays_unmade_state(a) == *only) {
-        int64_t n = arrays_cancel_unmade(a, tasks, by, e);
-        if (n < 0)
-            return -1;
-        *acted += (uint64_t)n;
-    }
+    int64_t n = only ? arrays_cancel_unmade_in(a, tasks, *only, by, e) : arrays_cancel_unmade(a, tasks, by, e);
+    if (n < 0)
+        return -1;
+    *acted += (uint64_t)n;
     uint64_t busy = 0;
     for (size_t i = 0; i < a->ntasks; i++) {
         job *j = a->tasks[i];

@@ -865,35 +865,85 @@ out:
     return rc;
 }
 
-void arrays_released_format(const jarray *a, char *out, size_t len)
+/* What a task released from its array's hold waits as: as one of an array not held. */
+static enum job_state released_state(const jarray *a)
 {
-    /* each range of places, range by range of the list: tasks lo..hi of that range's step */
-    arrayspec *s = xmalloc(sizeof *s);
-    *s = (arrayspec){.n = 0};
-    bool cut = false;
-    for (size_t l = 0; l < a->released.n && !cut; l++) {
-        uint64_t p = a->released.r[l].lo, hi = a->released.r[l].hi;
-        while (p <= hi && p < a->spec.count && !cut) {
+    return a->waiting ? JS_PENDING : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
+}
+
+/* A set of places of a's list (ranges of step 1) as the tasks there, into out: each run of places
+ * within one range of the list is a range of that one's step. false when they take more than
+ * ARRAYSPEC_MAX_RANGES ranges (out holds the first ones). */
+static bool places_tasks(const jarray *a, const arrayspec *places, arrayspec *out)
+{
+    *out = (arrayspec){.n = 0};
+    for (size_t l = 0; l < places->n; l++) {
+        uint64_t p = places->r[l].lo, hi = places->r[l].hi;
+        while (p <= hi && p < a->spec.count) {
             uint64_t off;
             const arrayspec_range *r = &a->spec.r[range_at(&a->spec, p, &off)];
             uint64_t room = arrayspec_range_count(r) - off;
             if (hi - p + 1 < room)
                 room = hi - p + 1;
-            if (s->n == ARRAYSPEC_MAX_RANGES) {
-                cut = true;
-                break;
-            }
+            if (out->n == ARRAYSPEC_MAX_RANGES)
+                return false;
             uint32_t lo = r->lo + (uint32_t)off * r->step;
-            s->r[s->n++] = (arrayspec_range){lo, lo + (uint32_t)(room - 1) * r->step, room > 1 ? r->step : 1};
-            s->count += room;
+            out->r[out->n++] = (arrayspec_range){lo, lo + (uint32_t)(room - 1) * r->step, room > 1 ? r->step : 1};
+            out->count += room;
+            if (out->n == 1 || lo < out->min)
+                out->min = lo;
+            if (out->n == 1 || out->r[out->n - 1].hi > out->max)
+                out->max = out->r[out->n - 1].hi;
             p += room;
         }
     }
+    return true;
+}
+
+void arrays_released_format(const jarray *a, char *out, size_t len)
+{
+    arrayspec *s = xmalloc(sizeof *s);
+    bool cut = !places_tasks(a, &a->released, s);
     arrayspec_format(s, false, out, len);
     size_t l = strlen(out);
     if (cut && l + 4 < len)
         snprintf(out + l, len - l, ",...");
     free(s);
+}
+
+int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_state only, uid_t by, jerr *e)
+{
+    if (!a->held || !a->released.n || !arrays_released_left(a, NULL))
+        return arrays_unmade_state(a) == only ? arrays_cancel_unmade(a, tasks, by, e) : 0;
+    /* held whole, with tasks released from the hold one by one: those not made yet wait HELD or
+     * as if not held (released_state); the places of the side asked for, of those named */
+    bool held = only == JS_HELD;
+    if (!held && only != released_state(a))
+        return 0;
+    arrayspec *pl = xmalloc(sizeof *pl), *other = xmalloc(sizeof *other);
+    int64_t n = -1;
+    if (tasks) {
+        if (to_places(a, tasks, pl, e) < 0)
+            goto out;
+    } else {
+        *pl = (arrayspec){.n = 1, .count = a->spec.count - a->made, .min = (uint32_t)a->made,
+                          .max = (uint32_t)(a->spec.count - 1)};
+        pl->r[0] = (arrayspec_range){(uint32_t)a->made, (uint32_t)(a->spec.count - 1), 1};
+    }
+    *other = *pl; /* held: those named less the released; released: those named less that */
+    bool ok = set_minus(other, &a->released) && (held || set_minus(pl, other));
+    if (held)
+        *pl = *other;
+    if (!ok || !places_tasks(a, pl, other)) {
+        jerr_http(e, 409, "array %s: its tasks not started yet that are %s are more than %d separate ranges; cancel "
+                          "them by name in ranges (rnx job cancel %.8s_[LIST]), or the whole array", a->id,
+                  held ? "still held" : "released from its hold", ARRAYSPEC_MAX_RANGES, a->id);
+        goto out;
+    }
+    n = other->n ? arrays_cancel_unmade(a, other, by, e) : 0;
+out:
+    free(pl), free(other);
+    return n;
 }
 
 /* The slot of the made task at the list's place k (*found: its job may have been deleted since,
@@ -1076,12 +1126,6 @@ enum job_state arrays_unmade_state(const jarray *a)
     /* as a job of the same request would be now: a held one is HELD, whatever it waits for (as a
      * job held while PENDING); one scheduled for later is SCHEDULED until its time */
     return a->held ? JS_HELD : a->waiting ? JS_PENDING : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
-}
-
-/* What a task released from its array's hold waits as: as one of an array not held. */
-static enum job_state released_state(const jarray *a)
-{
-    return a->waiting ? JS_PENDING : a->req.schedule_ms > now_ms() ? JS_SCHEDULED : JS_QUEUED;
 }
 
 enum job_state arrays_unmade_task_state(const jarray *a, uint32_t t)

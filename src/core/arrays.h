@@ -239,6 +239,10 @@ enum job_state arrays_state(const jarray *a, const arrays_counts *c);
 /* Cancels tasks not made yet: all of them (tasks NULL: the array is canceled), or those of
  * tasks. The number canceled, or -1 with e set (409: too many separate ranges to keep). */
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e);
+/* The same of those not made yet that wait in state only (rnx job cancel --status=S): of an
+ * array held whole with tasks released from the hold one by one, HELD names the others and the
+ * released ones' state names those (409 when they take more ranges than can be kept). */
+int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_state only, uid_t by, jerr *e);
 /* Its dependencies hold (depend.c, or a workflow's engine): its tasks are made from now on; its
  * row is saved (with after_met, which depend.c sets first) in the open transaction. */
 void arrays_release_wait(jarray *a);

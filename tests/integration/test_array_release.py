@@ -111,3 +111,29 @@ def test_what_a_release_by_task_keeps_is_bounded(fresh_daemon):
         assert d.job(aid)["array"]["released"].endswith(",64,1000000-2999999"), d.job(aid)["array"]["released"]
     finally:
         d.rnx("job", "cancel", aid)
+
+
+def test_cancel_by_state_of_an_array_with_tasks_released_takes_that_side_only(daemon):
+    """An array held whole with tasks 3-5 released (waiting SCHEDULED, not made): `rnx job cancel
+    --status=HELD ID` cancels the six still held and leaves the released ones waiting (it took
+    all nine, the array's state for tasks not made being HELD); `--status=SCHEDULED ID_[4-8]`
+    then takes 4 and 5 only, and 3 still waits."""
+    d = daemon
+    aid = d.rnx("job", "run", "--hold", "--array=0-8", "--schedule=1h", "true", check=True).stdout.split()[-1]
+    ref = aid[:8]
+    try:
+        d.rnx("job", "release", f"{ref}_[3-5]", check=True)
+        assert counts(d, aid) == {"SCHEDULED": 3, "HELD": 6}, counts(d, aid)
+        p = d.rnx("job", "cancel", "--status=HELD", aid)
+        assert p.returncode == 0, p.stderr
+        assert counts(d, aid) == {"SCHEDULED": 3, "CANCELED": 6}, counts(d, aid)
+        assert d.job(f"{ref}_3")["status"] == "SCHEDULED" and d.job(f"{ref}_0")["status"] == "CANCELED"
+        p = d.rnx("job", "cancel", "--status=SCHEDULED", f"{ref}_[4-8]")
+        assert p.returncode == 0, p.stderr
+        assert counts(d, aid) == {"SCHEDULED": 1, "CANCELED": 8}, counts(d, aid)
+        assert d.job(f"{ref}_3")["status"] == "SCHEDULED"
+        # nothing left in that state among those named: said, nothing changed
+        p = d.rnx("job", "cancel", "--status=HELD", f"{ref}_3")
+        assert counts(d, aid) == {"SCHEDULED": 1, "CANCELED": 8}, (p.stdout, p.stderr)
+    finally:
+        d.rnx("job", "cancel", aid)
