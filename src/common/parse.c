@@ -463,10 +463,10 @@ long long parse_slurm_time(const char *s)
         p += len;
         if (!*p)
             break;
+        if (n == 3) /* a colon after the third part ("1:2:3:"): one too many, as Slurm says */
+            return -2;
         p++;
     }
-    if (*p)
-        return -2;
     long long secs;
     if (dash) /* D-H, D-H:M, D-H:M:S */
         secs = part[0] * 3600 + (n > 1 ? part[1] * 60 : 0) + (n > 2 ? part[2] : 0);

@@ -424,6 +424,8 @@ static void test_slurm_time(void **state)
         {"1 ", -2},             {"0x10", -2},            {"36501-0", -2},        {"100000001", -2},
         {"99999999999999999999", -2},                    {"9223372036854775807:0", -2},
         {"1-99999999999999999999", -2},                  {"", -2},               {"1e3", -2},
+        /* a colon after the last part Slurm takes is one too many, as after any other */
+        {"1:2:3:", -2},         {"1-2:3:4:", -2},        {"1:2:3::", -2},        {"1-2:3:", -2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         long long got = parse_slurm_time(cases[i].s);
