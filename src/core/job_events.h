@@ -54,6 +54,11 @@ void job_event_at(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const c
  * events included, are deleted in the open transaction). */
 void job_events_forget(const char *id);
 
+/* Kept events looked at to write again those a failed commit lost, or to forget a deleted job's
+ * (GET /metrics: joblet_event_kept_looks_total): it grows with the turns and the events lost,
+ * not with each new event times the events kept. */
+uint64_t job_events_looked(void);
+
 /* Whether the job's reason to wait (enum sched_wait) is new since the last JE_QUEUED recorded
  * for it in this run of joblet; marks it recorded. A new run (started, requeued) forgets it. */
 int job_event_wait_is_new(job *j, uint8_t why);

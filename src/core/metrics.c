@@ -21,6 +21,7 @@
 #include "gpus.h"
 #include "gpu_health.h"
 #include "job_detail.h"
+#include "job_events.h"
 #include "job_launch.h"
 #include "loop.h"
 #include "state.h"
@@ -391,6 +392,10 @@ char *metrics_text(void)
                 "Dependencies looked at to decide jobs and arrays that wait on others (--after): it grows with "
                 "what started and ended, not with the jobs kept");
     prom_sample_u(&b, "joblet_dependency_looks_total", NULL, depend_looked());
+    prom_family(&b, "joblet_event_kept_looks_total", "counter",
+                "Kept history events looked at to write again those a failed commit lost (or to forget a "
+                "deleted job's): it grows with the turns and the events lost, not with each new event");
+    prom_sample_u(&b, "joblet_event_kept_looks_total", NULL, job_events_looked());
     counters_write(&b);
 
     gpu_metrics(&b);
