@@ -1241,6 +1241,10 @@ static int field_from_json(job_req *r, const jobreq_field *f, json_t *v, json_t 
                                                                                      : refuse_json(e, f, v);
         return set_string(r, f, json_string_value(v), json_string_length(v), flags, now, e);
     case JK_INT:
+        /* a text takes rnx's and workflow files' forms ("8GB", "2:00:00", "50%"): the refusals'
+         * one sentence names them on every surface, the API's too */
+        if (json_is_string(v))
+            return jobreq_set_text(r, f, json_string_value(v), now, e);
         if (!json_is_integer(v))
             return refuse_json(e, f, v);
         {

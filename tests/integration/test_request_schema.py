@@ -277,3 +277,25 @@ def test_gpu_count_0_is_no_gpu_on_every_surface(fresh_daemon, tmp_path):
         job = d.wait(i)
         assert job["status"] == "COMPLETED" and job["exit_code"] == 0, job
         assert job["gpus"] == [] and job["gpu_request"]["count"] == 0 and not job["gpu_request"]["all"], job
+
+
+def test_the_api_takes_the_forms_its_refusals_name(daemon):
+    """A refusal's one sentence names the text forms (`use megabytes (4096) or a unit: 4096MB,
+    8GB`) on every surface, the API's too: the API takes them as strings (it refused "8GB" with a
+    sentence that said to send 8GB)."""
+    status, answer = daemon.api("POST", "/v1/jobs", {"command": "true", "max_memory_mb": "8GB",
+                                                     "max_runtime_s": "1-2:00:00", "max_iobps": "10MB",
+                                                     "max_cpu": "150%", "hold": True})
+    assert status == 201, answer
+    try:
+        lim = daemon.job(answer["id"])["limits"]
+        assert (lim["max_memory_mb"], lim["max_runtime_s"], lim["max_iobps"], lim["max_cpu"]) == \
+            (8192, 93600, 10 * 1024 * 1024, 150), lim
+    finally:
+        daemon.api("DELETE", f"/v1/jobs/{answer['id']}?force=true")
+    # still refused with the sentence when it is no such form, nothing made
+    before = snapshot(daemon)
+    status, answer = daemon.api("POST", "/v1/jobs", {"command": "true", "max_runtime_s": "2:00:00:00"})
+    assert status == 400 and answer["error"]["field"] == "max_runtime_s", answer
+    assert "H:MIN:SEC" in answer["error"]["message"], answer
+    assert snapshot(daemon) == before

@@ -108,7 +108,7 @@ static const field_case cases[] = {
      "\"A1\"", "network: 'A1' is not accepted; use none (loopback only), host, isolated, bridge or a network's name"},
     {JR_MAX_CPU, "", 0, "50%", "50", "250", "250",
      "0", "max_cpu: '0' " CPU_PCT,
-     "\"50%\"", "max_cpu: '50%' " CPU_PCT},
+     "\"lots\"", "max_cpu: 'lots' " CPU_PCT},
     {JR_MAX_MEMORY_MB, "", 0, "8GB", "8192", "4", "4",
      "3", "max_memory_mb: '3' is not a size of at least 4 MB; use megabytes (4096) or a unit: 4096MB, 8GB",
      "3.5", "max_memory_mb: 'a fraction' is not a size of at least 4 MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
@@ -135,9 +135,10 @@ static const field_case cases[] = {
     {JR_GPU_COUNT, "", 0, "2", "2", "64", "64",
      "-1", "gpu_count: '-1' must be a number of GPUs from 0 to 64, or all",
      "65", "gpu_count: '65' must be a number of GPUs from 0 to 64, or all"},
-    {JR_GPU_MEMORY_MB, GPU1, 0, "16GB", "16384", "1", "1",
+    /* (the API takes a unit's forms as a string, as its refusal's sentence names them) */
+    {JR_GPU_MEMORY_MB, GPU1, 0, "16GB", "16384", "\"16GB\"", "16384",
      "0", "gpu_memory_mb: '0' is not a size of at least 1 MB; use megabytes (4096) or a unit: 4096MB, 8GB",
-     "\"16GB\"", "gpu_memory_mb: '16GB' is not a size of at least 1 MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
+     "\"16XB\"", "gpu_memory_mb: '16XB' is not a size of at least 1 MB; use megabytes (4096) or a unit: 4096MB, 8GB"},
     {JR_GPU_ALL, "", 0, "yes", "true", "true", "true",
      "all", "gpu_all: 'all' must be true or false",
      "1", "gpu_all: '1' must be true or false"},
@@ -233,7 +234,7 @@ static const field_case cases[] = {
      "1", NULL},
     {JR_MAX_LOG_BYTES, "", JOBREQ_FROM_DB, "1048576", "1048576", "1073741824", "1073741824",
      "-5", "max_log_bytes: '-5' must be a whole number",
-     "\"1GB\"", NULL},
+     "\"lots\"", NULL},
     {JR_USER_PIDS_MAX, "", JOBREQ_FROM_DB, "4096", "4096", "100", "100",
      "-1", "user_pids_max: '-1' must be a whole number",
      "true", NULL},
@@ -321,7 +322,8 @@ static void test_fields_from_json(void **state)
         json_t *b = body_with(c, c->json_ok);
         if (jobreq_from_json(b, &r, c->flags, NOW, &e) < 0)
             fail_msg("%s: %s refused: %s", key, c->json_ok, e.msg);
-        assert_true(jobreq_has(&r, c->id));
+        if (!jobreq_has(&r, c->id))
+            fail_msg("%s: %s accepted but not in the request", key, c->json_ok);
         json_t *v = value_in(&r, c);
         assert_json_eq(v, c->json_value, key);
         json_t *t = typed(&r, c->id);
