@@ -448,6 +448,33 @@ static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
     return rc;
 }
 
+/* The answer to an act on an array or tasks of it: the array and how many it acted on; for tasks
+ * named, "named" (their list) and "went": which of them went from what state to what (l: looked
+ * at before the act; array_ctl.h), so that rnx says which task was held, canceled, left running. */
+static enum MHD_Result array_acted(request *r, jarray *a, const arrayspec *tasks, uint64_t acted, array_ctl_look *l)
+{
+    array_ctl_went *went; /* (as the act left them: before what the loop does next) */
+    size_t n = array_ctl_look_after(a, l, &went);
+    array_ctl_look_free(l);
+    settle();
+    json_t *o = json_pack("{s:o,s:I}", "array", array_json(a), "acted", (json_int_t)acted);
+    if (tasks) {
+        char named[2048];
+        arrayspec_format(tasks, false, named, sizeof named);
+        json_object_set_new(o, "named", json_string(named));
+        if (n) {
+            json_t *list = json_array();
+            for (size_t i = 0; i < n; i++)
+                json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "tasks", went[i].tasks, "was",
+                                                      array_ctl_state_name(went[i].was), "now",
+                                                      array_ctl_state_name(went[i].now)));
+            json_object_set_new(o, "went", list);
+        }
+    }
+    array_ctl_went_free(went, n);
+    return http_reply_json(r->conn, 200, o);
+}
+
 /* /v1/jobs/{array}[/action] and /v1/jobs/{array}_{tasks}[/action] (docs/api.md "Job arrays"):
  * the array as one object, its tasks not made yet as the array's, made ones as jobs. */
 #define ARRAY_DELETE_SLICE 256
@@ -531,19 +558,23 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
                                  : !strcmp(action, "kill") ? ARRAY_CTL_KILL
                                                            : ARRAY_CTL_CANCEL;
         uint64_t acted;
-        if (array_ctl_act(a, tasks, by_state ? &only : NULL, act, r->who.uid, &acted, &e) < 0)
+        array_ctl_look l;
+        array_ctl_look_before(a, tasks, &l);
+        if (array_ctl_act(a, tasks, by_state ? &only : NULL, act, r->who.uid, &acted, &e) < 0) {
+            array_ctl_look_free(&l);
             return http_reply_error(r->conn, &e);
-        settle();
-        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
-                                                       (json_int_t)acted));
+        }
+        return array_acted(r, a, tasks, acted, &l);
     }
     if ((!strcmp(action, "hold") || !strcmp(action, "release")) && post) {
         uint64_t acted;
-        if (array_ctl_hold(a, tasks, !strcmp(action, "hold"), &r->who, &acted, &e) < 0)
+        array_ctl_look l;
+        array_ctl_look_before(a, tasks, &l);
+        if (array_ctl_hold(a, tasks, !strcmp(action, "hold"), &r->who, &acted, &e) < 0) {
+            array_ctl_look_free(&l);
             return http_reply_error(r->conn, &e);
-        settle();
-        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
-                                                       (json_int_t)acted));
+        }
+        return array_acted(r, a, tasks, acted, &l);
     }
     if ((!strcmp(action, "suspend") || !strcmp(action, "resume") || !strcmp(action, "requeue")) && post) {
         /* Slurm's scontrol suspend|resume|requeue ARRAY: each task it names that can be */
@@ -553,12 +584,14 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
                         &e) < 0)
             return http_reply_error(r->conn, &e);
         uint64_t acted;
+        array_ctl_look l;
+        array_ctl_look_before(a, tasks, &l);
         if (array_ctl_run(a, tasks, suspend ? ARRAY_CTL_SUSPEND : resume ? ARRAY_CTL_RESUME : ARRAY_CTL_REQUEUE,
-                          query_true(r, "hold"), &r->who, &acted, &e) < 0)
+                          query_true(r, "hold"), &r->who, &acted, &e) < 0) {
+            array_ctl_look_free(&l);
             return http_reply_error(r->conn, &e);
-        settle();
-        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
-                                                       (json_int_t)acted));
+        }
+        return array_acted(r, a, tasks, acted, &l);
     }
     if (!strcmp(action, "update") && post) {
         if (tasks)

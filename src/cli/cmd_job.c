@@ -1371,6 +1371,60 @@ static const char *answer_id(json_t *answer, const char *typed)
     return id ? id : typed;
 }
 
+/* "3f2a1b2c_4" or "3f2a1b2c_[2-3,7]": tasks of array id, as rnx takes them. */
+static void task_refs(const char *id, const char *tasks, char *out, size_t len)
+{
+    bool one = !strpbrk(tasks, "-,:");
+    snprintf(out, len, one ? "%.8s_%s" : "%.8s_[%s]", id, tasks);
+}
+
+/* The answer to an act on tasks named of an array (ID_4, ID_[1-3]): what was done to which, by
+ * the answer's "went" (array_ctl.h: each group of tasks, what they were and are), so that a
+ * task held is said to be the task, not the array, and a cancel says which tasks it canceled,
+ * which run and were left so, which had ended. verb: what was done ("held", "canceled");
+ * cancel: a running task left is said with how to stop it. */
+static void print_tasks_acted(json_t *answer, const char *verb, const char *typed, bool cancel)
+{
+    json_t *arr = json_object_get(answer, "array"), *went = json_object_get(answer, "went");
+    const char *id = jstr(arr, "id") ? jstr(arr, "id") : typed, *named = jstr(answer, "named");
+    int64_t acted = 0;
+    jint(answer, "acted", &acted);
+    char counts[600], refs[2100];
+    print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
+    size_t n = json_array_size(went);
+    json_t *g0 = json_array_get(went, 0);
+    const char *w0 = jstr(g0, "was") ? jstr(g0, "was") : "?", *n0 = jstr(g0, "now") ? jstr(g0, "now") : "?";
+    if (n == 1 && strcmp(w0, n0)) { /* all of them went the same way: one line */
+        task_refs(id, jstr(g0, "tasks") ? jstr(g0, "tasks") : "?", refs, sizeof refs);
+        print_textf(stdout, "%s %lld task%s of array %s: %s (%s -> %s; the array now %s)\n", verb, (long long)acted,
+                    acted == 1 ? "" : "s", id, refs, w0, n0, counts);
+        return;
+    }
+    if (!n) { /* more tasks named than the daemon lists one by one: how many */
+        task_refs(id, named ? named : "?", refs, sizeof refs);
+        print_textf(stdout, "%s %lld of tasks %s of array %s (now %s)\n", verb, (long long)acted, refs, id, counts);
+        return;
+    }
+    print_textf(stdout, "%s %lld task%s of array %s (now %s):\n", verb, (long long)acted, acted == 1 ? "" : "s", id,
+                counts);
+    for (size_t i = 0; i < n; i++) {
+        json_t *g = json_array_get(went, i);
+        const char *was = jstr(g, "was") ? jstr(g, "was") : "?", *now = jstr(g, "now") ? jstr(g, "now") : "?";
+        task_refs(id, jstr(g, "tasks") ? jstr(g, "tasks") : "?", refs, sizeof refs);
+        enum job_state s;
+        bool ended = !strcmp(now, "DELETED") || (job_state_parse(now, &s) == 0 && job_state_terminal(s));
+        if (strcmp(was, now))
+            print_textf(stdout, "  %s: %s -> %s\n", refs, was, now);
+        else if (ended)
+            print_textf(stdout, "  %s: already ended (%s), left as it is\n", refs, now);
+        else if (cancel && (!strcmp(now, "RUNNING") || !strcmp(now, "SUSPENDED") || !strcmp(now, "STOPPING")))
+            print_textf(stdout, "  %s: %s, left running (a cancel takes only tasks not started; rnx job stop %s "
+                                "stops it)\n", refs, now, refs);
+        else
+            print_textf(stdout, "  %s: %s, left as it is\n", refs, now);
+    }
+}
+
 /* What one of stop, kill, cancel, delete does to one job. */
 typedef struct action {
     const char *which;
@@ -1784,8 +1838,10 @@ static int job_control(rnx_ctx *ctx, int argc, char **argv, const char *which)
         int64_t acted;
         if (ctx->json)
             print_json(answer);
+        else if (json_is_object(arr) && jstr(answer, "named"))
+            print_tasks_acted(answer, verb, argv[i], false); /* tasks of one: which went how */
         else if (json_is_object(arr) && jint(answer, "acted", &acted)) {
-            /* an array, or tasks of one */
+            /* an array */
             char counts[600];
             print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
             print_textf(stdout, "%s array %s (%s)\n", verb, jstr(arr, "id") ? jstr(arr, "id") : argv[i], counts);

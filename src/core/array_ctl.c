@@ -452,3 +452,100 @@ int array_ctl_reap(const caller *who, jerr *e)
     free(gone);
     return 0;
 }
+
+int array_ctl_task_state(const jarray *a, uint32_t t)
+{
+    bool made;
+    const job *j = arrays_task(a, t, &made);
+    if (j)
+        return (int)j->state;
+    if (made)
+        return ARRAY_CTL_DELETED;
+    if (arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t)))
+        return (int)JS_CANCELED;
+    return (int)arrays_unmade_state(a);
+}
+
+const char *array_ctl_state_name(int s) { return s == ARRAY_CTL_DELETED ? "DELETED" : job_state_name((enum job_state)s); }
+
+void array_ctl_look_before(const jarray *a, const arrayspec *tasks, array_ctl_look *l)
+{
+    *l = (array_ctl_look){0};
+    if (!tasks || !tasks->count || tasks->count > ARRAY_CTL_LOOK_MAX)
+        return;
+    l->ids = xcalloc(tasks->count, sizeof *l->ids);
+    l->was = xcalloc(tasks->count, sizeof *l->was);
+    for (uint64_t k = 0; k < tasks->count; k++) {
+        l->ids[l->n] = arrayspec_task(tasks, k);
+        l->was[l->n] = array_ctl_task_state(a, l->ids[l->n]);
+        l->n++;
+    }
+}
+
+static int by_id(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* ids (n of them, sorted here) as "2-3,7". */
+static char *ids_text(uint32_t *ids, size_t n)
+{
+    qsort(ids, n, sizeof *ids, by_id);
+    size_t len = n * 12 + 1, o = 0;
+    char *out = xmalloc(len);
+    *out = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = i;
+        while (k + 1 < n && ids[k + 1] == ids[k] + 1)
+            k++;
+        o += (size_t)snprintf(out + o, len - o, k > i ? "%s%u-%u" : "%s%u", o ? "," : "", ids[i], ids[k]);
+        i = k + 1;
+    }
+    return out;
+}
+
+size_t array_ctl_look_after(const jarray *a, const array_ctl_look *l, array_ctl_went **went)
+{
+    *went = NULL;
+    if (!l->n)
+        return 0;
+    int *now = xcalloc(l->n, sizeof *now);
+    bool *done = xcalloc(l->n, sizeof *done);
+    uint32_t *ids = xcalloc(l->n, sizeof *ids);
+    for (size_t i = 0; i < l->n; i++)
+        now[i] = array_ctl_task_state(a, l->ids[i]);
+    size_t ng = 0;
+    *went = xcalloc(l->n, sizeof **went);
+    /* groups in the order their first task was named: those that changed come first */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < l->n; i++) {
+            if (done[i] || (pass == 0) != (l->was[i] != now[i]))
+                continue;
+            size_t m = 0;
+            for (size_t k = i; k < l->n; k++)
+                if (!done[k] && l->was[k] == l->was[i] && now[k] == now[i]) {
+                    done[k] = true;
+                    ids[m++] = l->ids[k];
+                }
+            (*went)[ng++] = (array_ctl_went){l->was[i], now[i], ids_text(ids, m)};
+        }
+    free(now);
+    free(done);
+    free(ids);
+    return ng;
+}
+
+void array_ctl_went_free(array_ctl_went *went, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(went[i].tasks);
+    free(went);
+}
+
+void array_ctl_look_free(array_ctl_look *l)
+{
+    free(l->ids);
+    free(l->was);
+    *l = (array_ctl_look){0};
+}

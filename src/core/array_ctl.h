@@ -59,4 +59,35 @@ int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e
  * committed first: when that fails none goes, and the error says why (507 when the disk is full). */
 int array_ctl_reap(const caller *who, jerr *e);
 
+/* What each task named was before an act on tasks of an array and is after it, so that the
+ * answer says which went how (rnx job cancel ID_[1-3]: which were canceled, which run and were
+ * left running, which had ended; rnx job hold ID_4: that task 4 was held, not the array). At most
+ * ARRAY_CTL_LOOK_MAX tasks named are looked at (each one's state: O(ranges) for one not made):
+ * past that, none (n 0), and the answer counts only. */
+#define ARRAY_CTL_LOOK_MAX 1000
+#define ARRAY_CTL_DELETED (-1) /* a task made, ended, whose job was deleted */
+typedef struct array_ctl_look {
+    size_t n;      /* tasks looked at */
+    uint32_t *ids; /* in the order named */
+    int *was;      /* each one's state before: enum job_state, or ARRAY_CTL_DELETED */
+} array_ctl_look;
+/* One group of the tasks looked at: those that were in state was and are in state now. */
+typedef struct array_ctl_went {
+    int was, now;
+    char *tasks; /* their ids, "2-3,7" (ascending, runs of consecutive ids as ranges) */
+} array_ctl_went;
+/* The state task t of a is in, as rnx job list shows it: its job's, once made (ARRAY_CTL_DELETED
+ * when its job was deleted); not made: CANCELED when canceled before it started, else the state
+ * arrays_unmade_state says. */
+int array_ctl_task_state(const jarray *a, uint32_t t);
+/* Looks at the tasks named before an act (nothing when more than ARRAY_CTL_LOOK_MAX). */
+void array_ctl_look_before(const jarray *a, const arrayspec *tasks, array_ctl_look *l);
+/* After the act: the tasks looked at by what they were and are, in *went (the caller frees it with
+ * array_ctl_went_free); the number of groups. */
+size_t array_ctl_look_after(const jarray *a, const array_ctl_look *l, array_ctl_went **went);
+void array_ctl_went_free(array_ctl_went *went, size_t n);
+void array_ctl_look_free(array_ctl_look *l);
+/* The name of a state array_ctl_task_state gives ("QUEUED", "DELETED"). */
+const char *array_ctl_state_name(int s);
+
 #endif

@@ -1,0 +1,57 @@
+"""What rnx says of an act on tasks of an array, as a Slurm user reads scontrol and scancel
+(docs/batch.md "Tasks by reference"): `rnx job hold ID_4` said `held array ...`, as though the
+whole array were held, and `rnx job cancel ID_[0-4]` printed counts only, not which task was
+canceled, which runs and was left running, which had ended."""
+import pytest
+
+from conftest import wait_for
+
+# task 0 ends at once, the others run until stopped; one at a time (%1): task 1 runs, the rest
+# are not made yet
+SWEEP = ("sh", "-c", 'test "$JOBLET_ARRAY_TASK_ID" = 0 || exec sleep 1000')
+
+
+def run(d, *args):
+    return d.rnx("job", "run", *args, check=True).stdout.strip()
+
+
+def task(d, aid, t):
+    return d.api("GET", f"/v1/jobs/{aid[:8]}_{t}")[1]
+
+
+def swept(d):
+    """An array 0-4%1 whose task 0 COMPLETED and task 1 runs; 2-4 not made yet."""
+    aid = run(d, "--array=0-4%1", *SWEEP)
+    wait_for(lambda: task(d, aid, 1).get("status") == "RUNNING", "task 1 to run")
+    assert task(d, aid, 0)["status"] == "COMPLETED" and task(d, aid, 2)["made"] is False
+    return aid
+
+
+def counts_line(out):
+    return out.split(" (now ", 1)[0] if " (now " in out else out
+
+
+def test_hold_of_one_task_names_the_task_not_the_array(daemon):
+    d = daemon
+    aid = swept(d)
+    ref = f"{aid[:8]}_3"
+    p = d.rnx("job", "hold", ref)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"held 1 task of array {aid}: {ref} (QUEUED -> HELD; the array now "), p.stdout
+    assert "held array" not in p.stdout
+    assert task(d, aid, 3)["status"] == "HELD"
+    # several: which went how, the running one left as it is
+    p = d.rnx("job", "hold", f"{aid[:8]}_[1-2,4]")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith(f"held 2 tasks of array {aid} (now "), p.stdout
+    assert lines[1:] == [f"  {aid[:8]}_[2,4]: QUEUED -> HELD", f"  {aid[:8]}_1: RUNNING, left as it is"], p.stdout
+    # the API says it too
+    code, r = d.api("POST", f"/v1/jobs/{aid[:8]}_[2-4]/release")
+    assert code == 200, r
+    assert r["named"] == "2-4" and r["went"] == [{"tasks": "2-4", "was": "HELD", "now": "QUEUED"}], r
+    # the whole array is still said as the array
+    p = d.rnx("job", "hold", aid)
+    assert p.returncode == 0 and p.stdout.startswith(f"held array {aid} ("), p.stdout
+    d.rnx("job", "stop", aid, check=True)
+
