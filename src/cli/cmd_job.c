@@ -1489,8 +1489,10 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
     else if (sig)
         print_textf(stdout, "sent %s to %s %s\n", a->signame, a->all ? "every process of" : "the command of",
                     answer_id(answer, id));
+    else if (!a->del && json_is_object(arr) && jstr(answer, "named"))
+        print_tasks_acted(answer, cancel ? "canceled" : a->kill ? "killing" : "stopping or canceled", id, cancel);
     else if (!a->del && json_is_object(arr) && jint(answer, "acted", &acted)) {
-        /* an array, or tasks of one */
+        /* an array */
         char counts[600];
         print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
         print_textf(stdout, "%s %lld task%s of array %s (now %s)\n",

@@ -2,7 +2,6 @@
 (docs/batch.md "Tasks by reference"): `rnx job hold ID_4` said `held array ...`, as though the
 whole array were held, and `rnx job cancel ID_[0-4]` printed counts only, not which task was
 canceled, which runs and was left running, which had ended."""
-import pytest
 
 from conftest import wait_for
 
@@ -55,3 +54,33 @@ def test_hold_of_one_task_names_the_task_not_the_array(daemon):
     assert p.returncode == 0 and p.stdout.startswith(f"held array {aid} ("), p.stdout
     d.rnx("job", "stop", aid, check=True)
 
+
+def test_cancel_of_tasks_says_which_were_canceled_left_running_or_ended(daemon):
+    d = daemon
+    aid = swept(d)
+    d.rnx("job", "hold", f"{aid[:8]}_2", check=True)  # made, HELD
+    p = d.rnx("job", "cancel", f"{aid[:8]}_[0-4]")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert counts_line(lines[0]) == f"canceled 3 tasks of array {aid}", p.stdout
+    assert lines[1:] == [
+        f"  {aid[:8]}_2: HELD -> CANCELED",
+        f"  {aid[:8]}_[3-4]: QUEUED -> CANCELED",
+        f"  {aid[:8]}_0: already ended (COMPLETED), left as it is",
+        f"  {aid[:8]}_1: RUNNING, left running (a cancel takes only tasks not started; rnx job stop {aid[:8]}_1 "
+        "stops it)"], p.stdout
+    assert task(d, aid, 1)["status"] == "RUNNING"
+    assert [task(d, aid, t)["status"] for t in (2, 3, 4)] == ["CANCELED"] * 3
+    # a task the array does not have: nothing done, and the exit status says so (scancel's)
+    p = d.rnx("job", "stop", f"{aid[:8]}_[1,7]")
+    assert p.returncode == 1 and "has no task 7" in p.stderr, p
+    assert task(d, aid, 1)["status"] == "RUNNING"
+    # stop: the running one stopped, the ended ones said
+    p = d.rnx("job", "stop", f"{aid[:8]}_[0-2]")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert counts_line(lines[0]) == f"stopping or canceled 1 task of array {aid}", p.stdout
+    assert lines[1] in (f"  {aid[:8]}_1: RUNNING -> STOPPING", f"  {aid[:8]}_1: RUNNING -> STOPPED"), p.stdout
+    assert sorted(lines[2:]) == [f"  {aid[:8]}_0: already ended (COMPLETED), left as it is",
+                                 f"  {aid[:8]}_2: already ended (CANCELED), left as it is"], p.stdout
+    d.wait(aid)
