@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1777,6 +1778,9 @@ static const char update_help[] =
     "Changes the request of a job that waits (pending, scheduled, queued, held, preempted),\n"
     "checked as a submission is. Once it runs only --max-runtime may change, and takes effect at\n"
     "once (counted from its start). Only an admin may raise a priority; its owner may lower it.\n"
+    "--max-runtime=UNLIMITED (or INFINITE, none; Slurm's TimeLimit=UNLIMITED) takes the limit\n"
+    "away. Raising or taking away the limit of a job that runs is for an admin, as in Slurm (the\n"
+    "scheduler planned by it); its owner may lower it, and change a waiting job's as they like.\n"
     "\n"
     "--after=SPEC replaces the jobs it waits for (rnx job run --after's syntax; --dependency\n"
     "reads Slurm's, afterok:ID[:ID...]; Slurm's scontrol update Dependency=). A scheduled or\n"
@@ -1922,6 +1926,12 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
             json_object_set_new(body, f->key, json_null());
             continue;
         }
+        /* Slurm's TimeLimit=UNLIMITED (INFINITE), or none: the limit taken away */
+        if (f == &jobreq_fields[JR_MAX_RUNTIME_S] &&
+            (!strcasecmp(optarg, "UNLIMITED") || !strcasecmp(optarg, "INFINITE") || !strcmp(optarg, "none"))) {
+            json_object_set_new(body, f->key, json_null());
+            continue;
+        }
         jerr e = {0};
         if (utf8_or_usage(flag, optarg) != 0) {
             rc = RNX_USAGE;
@@ -1930,7 +1940,8 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
         if (jobreq_set_text(&r, f, optarg, time(NULL), &e) < 0) {
             char msg[sizeof e.msg + 64];
             jobreq_reword(&e, flag, msg, sizeof msg);
-            rc = rnx_usage("%s", msg);
+            rc = rnx_usage("%s%s", msg, f == &jobreq_fields[JR_MAX_RUNTIME_S] ? "; or UNLIMITED to take the limit "
+                                                                                "away (Slurm's TimeLimit=UNLIMITED)" : "");
             goto out;
         }
         if ((f == &jobreq_fields[JR_AFTER])) /* (sent once they are all read: --after is repeatable) */

@@ -2075,7 +2075,7 @@ bool jobreq_change_clears(enum jobreq_id id, const json_t *v)
 {
     if (id == JR_AFTER)
         return json_is_null(v) || (json_is_array(v) && !json_array_size(v));
-    return id == JR_SCHEDULE_AT && json_is_null(v);
+    return (id == JR_SCHEDULE_AT || id == JR_MAX_RUNTIME_S) && json_is_null(v);
 }
 
 int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids, size_t nids, job_req *out,
@@ -2118,6 +2118,9 @@ int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids
         jobreq_free(&one);
         if (bad < 0) {
             json_decref(o);
+            if (ids[i] == JR_MAX_RUNTIME_S) /* what takes it away, where a change may */
+                snprintf(e->msg + strlen(e->msg), sizeof e->msg - strlen(e->msg),
+                         "; or null to take the limit away (Slurm's TimeLimit=UNLIMITED)");
             return -1;
         }
         if (!json_equal(json_object_get(o, key), v))

@@ -238,15 +238,16 @@ json_t *jobreq_to_json(const job_req *r, int flags);
 json_t *jobreq_to_flags(const job_req *r);
 void jobreq_free(job_req *r);
 /* A change of a stored request (rnx job update): changes is an object of fields among ids[]
- * (nids of them) with their new values (jobreq_change_clears: null takes after or schedule_at
- * out); any other field is refused naming it and those that may change. The request with the
+ * (nids of them) with their new values (jobreq_change_clears: null takes after, schedule_at or
+ * max_runtime_s out); any other field is refused naming it and those that may change. The request with the
  * changes, read through the same schema as a submission, goes to *out; *changed gets the bits
  * (1 << JR_x) of the fields whose value differs, and of those taken out (had they a value or not). */
 int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids, size_t nids, job_req *out,
                   uint64_t *changed, time_t now, jerr *e);
 /* Whether a change's value v takes field id out rather than setting it: null or [] for after (no
- * dependencies any more), null for schedule_at (no start time: at once). Only those two mean
- * something when absent; null is refused for any other field as its wrong type. */
+ * dependencies any more), null for schedule_at (no start time: at once) and for max_runtime_s (no
+ * time limit: Slurm's TimeLimit=UNLIMITED). Only those mean something when absent; null is
+ * refused for any other field as its wrong type. */
 bool jobreq_change_clears(enum jobreq_id id, const json_t *v);
 /* Replaces the text of a field (normalised values, UUIDs for indexes, ...). */
 /* cur with from's values of the fields (bits 1 << JR_x; a field from lacks is left out) into

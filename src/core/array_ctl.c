@@ -320,6 +320,15 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
     if ((changed >> JR_PRIORITY & 1) && req->priority > a->req.priority &&
         authz_check(who, AUTHZ_RAISE_PRIORITY, "raising an array's priority (its owner may lower it)", e) < 0)
         return -1;
+    if ((changed >> JR_MAX_RUNTIME_S & 1) && !jobreq_has(&a->req, JR_MAX_RUNTIME_S) &&
+        !jobreq_has(req, JR_MAX_RUNTIME_S))
+        changed &= ~(1ull << JR_MAX_RUNTIME_S); /* (none taken out of none) */
+    /* its running tasks' limits raised or taken away: refused before anything changes, rather
+     * than the array's request changed and those tasks left as they were */
+    for (size_t i = 0; i < a->ntasks && (changed >> JR_MAX_RUNTIME_S & 1); i++)
+        if (a->tasks[i] && !job_state_terminal(a->tasks[i]->state) &&
+            job_ctl_may_raise_runtime(a->tasks[i], req, who, e) < 0)
+            return -1;
     if (!changed)
         return 0;
     if (submit_check_change(req, a->owner_uid, a->owner_gid, changed, e) < 0)

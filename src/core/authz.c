@@ -41,6 +41,10 @@ static const struct {
     /* a suspended job keeps the machine's room and GPUs: the machine's people decide (Slurm: admins) */
     [AUTHZ_SUSPEND] = {R(ROLE_ADMIN), "root"},
     [AUTHZ_RAISE_PRIORITY] = {R(ROLE_ADMIN), "root"},
+    /* a running job's time limit is what the scheduler planned the machine by (backfill: the job
+     * first in line waits for it to end by then), as Slurm's TimeLimit raised only by an admin;
+     * a waiting job's the owner may change (submitted again, it could have any) */
+    [AUTHZ_RAISE_RUNTIME] = {R(ROLE_ADMIN), "root"},
     /* an admin's hold keeps a job from running (a maintenance window, a misbehaving sweep): its
      * owner cannot undo it; those who may hold others' jobs may release it */
     [AUTHZ_RELEASE_ADMIN_HOLD] = {AT_LEAST_MAINTAINER, "root"},

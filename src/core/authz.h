@@ -57,6 +57,8 @@ enum authz_op {
                                * opened as root before slurmstepd drops to the user) */
     AUTHZ_SUSPEND,            /* suspend and resume a running job (its room and GPUs stay held), as in Slurm */
     AUTHZ_RAISE_PRIORITY,     /* raise a job's priority above what it had (its owner may lower it) */
+    AUTHZ_RAISE_RUNTIME,      /* raise or take away the time limit of a job that runs (the scheduler
+                               * started it, and backfilled others, by it; its owner may lower it) */
     AUTHZ_RELEASE_ADMIN_HOLD, /* release a job or array held by another uid than its owner (an admin's
                                * hold, Slurm's JobHeldAdmin); the owner's own hold is the owner's */
     AUTHZ_OTHERS_SLURM_TASKS, /* run another uid's Slurm task in joblet (slurmstepd's root, through the

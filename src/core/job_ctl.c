@@ -444,7 +444,27 @@ static size_t say_change(const job_req *a, const job_req *b, enum jobreq_id f, c
     int64_t x = *(const int64_t *)((const char *)a + F->off), y = *(const int64_t *)((const char *)b + F->off);
     if (!jobreq_has(a, f) && x == 0 && F->min > 0) /* a limit not given: none */
         return (size_t)snprintf(out, len, "%s none -> %lld", F->key, (long long)y);
+    if (!jobreq_has(b, f) && y == 0 && F->min > 0) /* taken away (rnx job update --max-runtime=UNLIMITED) */
+        return (size_t)snprintf(out, len, "%s %lld -> none", F->key, (long long)x);
     return (size_t)snprintf(out, len, "%s %lld -> %lld", F->key, (long long)x, (long long)y);
+}
+
+bool job_ctl_runtime_raised(const job_req *cur, const job_req *req)
+{
+    if (!jobreq_has(cur, JR_MAX_RUNTIME_S))
+        return false; /* (none: nothing is longer) */
+    return !jobreq_has(req, JR_MAX_RUNTIME_S) || req->max_runtime_s > cur->max_runtime_s;
+}
+
+int job_ctl_may_raise_runtime(const job *j, const job_req *req, const caller *who, jerr *e)
+{
+    if (!job_ctl_update_runs(j) || !job_ctl_runtime_raised(&j->req, req))
+        return 0;
+    char what[200];
+    snprintf(what, sizeof what, "%s the time limit of job %.8s, which runs (the scheduler started it, and others "
+                                "around it, by that limit; its owner may lower it)",
+             jobreq_has(req, JR_MAX_RUNTIME_S) ? "raising" : "taking away", j->id);
+    return authz_check(who, AUTHZ_RAISE_RUNTIME, what, e);
 }
 
 bool job_ctl_update_runs(const job *j)
@@ -489,6 +509,11 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     if ((changed >> JR_PRIORITY & 1) && req->priority > j->req.priority &&
         authz_check(who, AUTHZ_RAISE_PRIORITY, "raising a job's priority (its owner may lower it)", e) < 0)
         return -1;
+    if ((changed >> JR_MAX_RUNTIME_S & 1) && job_ctl_may_raise_runtime(j, req, who, e) < 0)
+        return -1;
+    if ((changed >> JR_MAX_RUNTIME_S & 1) && !jobreq_has(&j->req, JR_MAX_RUNTIME_S) &&
+        !jobreq_has(req, JR_MAX_RUNTIME_S))
+        changed &= ~(1ull << JR_MAX_RUNTIME_S); /* (none taken out of none) */
     /* its dependencies as a submission's (resolved in its owner's sight, no cycle), then the same
      * jobs named otherwise (a prefix, a name) are no change */
     if ((changed & deps) && waiting && depend_check_change(j, req, who, e) < 0)

@@ -52,7 +52,8 @@ int job_ctl_may_release(const job *j, const caller *who, jerr *e);
 /* The fields of req (the job's request with the changes, read through the schema) that differ
  * (changed: bits 1 << JR_x) become the job's. A waiting or held job may change every field
  * job_ctl_update_fields lists, a running or suspended one only max_runtime_s (its shim gets it at
- * once); raising the priority is AUTHZ_RAISE_PRIORITY's. after (depend_check_change) and
+ * once); raising the priority is AUTHZ_RAISE_PRIORITY's, raising or taking away (req without it)
+ * the time limit of one that runs AUTHZ_RAISE_RUNTIME's. after (depend_check_change) and
  * schedule_at change only while it waits: a new start time moves a SCHEDULED or QUEUED job
  * between the two; new dependencies are decided at once (depend_changed). req is taken over on
  * success. */
@@ -60,6 +61,11 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
 /* "priority 0 -> 5, max_runtime_s 3600 -> 7200": the fields of job_ctl_update_fields that
  * changed (bits 1 << JR_x) from a to b, as an update's event says them; its length. */
 size_t job_ctl_say_changes(const job_req *a, const job_req *b, uint64_t changed, char *out, size_t len);
+/* Whether req's time limit is more than cur's: longer, or none where it had one. */
+bool job_ctl_runtime_raised(const job_req *cur, const job_req *req);
+/* 0 when who may give j the time limit of req: anyone, unless j runs (job_ctl_update_runs) and
+ * the limit is raised or taken away, which is AUTHZ_RAISE_RUNTIME's (403 naming who may). */
+int job_ctl_may_raise_runtime(const job *j, const job_req *req, const caller *who, jerr *e);
 /* Whether an update may change only j's time limit: it runs or is suspended, or its shim is
  * starting it (still QUEUED; the shim, born with SIGUSR2 blocked, takes a new limit once it reads
  * its signals). */

@@ -194,7 +194,9 @@ static void test_change_takes_after_and_schedule_out(void **state)
     json_t *v = json_null(), *empty = json_array(), *one = json_pack("[{s:s}]", "job", "x");
     assert_true(jobreq_change_clears(JR_AFTER, v) && jobreq_change_clears(JR_AFTER, empty));
     assert_true(jobreq_change_clears(JR_SCHEDULE_AT, v));
+    assert_true(jobreq_change_clears(JR_MAX_RUNTIME_S, v)); /* (Slurm's TimeLimit=UNLIMITED) */
     assert_false(jobreq_change_clears(JR_AFTER, one) || jobreq_change_clears(JR_SCHEDULE_AT, empty));
+    assert_false(jobreq_change_clears(JR_MAX_RUNTIME_S, empty));
     assert_false(jobreq_change_clears(JR_PRIORITY, v));
     json_decref(v);
     json_decref(empty);
