@@ -595,8 +595,7 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
     }
     if (!strcmp(action, "update") && post) {
         if (tasks)
-            return http_reply_error(r->conn, (jerr_http(&e, 400, "an array is updated whole (rnx job update %.8s); "
-                                                                 "a task made is updated by its own id", a->id), &e));
+            return http_reply_error(r->conn, (array_ctl_update_tasks(a, tasks, &e), &e));
         uint64_t acted;
         if (array_update(r, a, &acted, &e) < 0)
             return http_reply_error(r->conn, &e);

@@ -373,6 +373,31 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
     return 0;
 }
 
+int array_ctl_update_tasks(const jarray *a, const arrayspec *tasks, jerr *e)
+{
+    if (tasks->count != 1) {
+        char list[256];
+        arrayspec_format(tasks, false, list, sizeof list);
+        return jerr_http(e, 400, "tasks [%s] of array %s: an array is updated whole (rnx job update %.8s), or one "
+                                 "task made at a time by its own id (rnx job update %.8s_%u)", list, a->id, a->id,
+                         a->id, tasks->r[0].lo);
+    }
+    uint32_t t = tasks->r[0].lo;
+    int s = array_ctl_task_state(a, t);
+    if (s == ARRAY_CTL_DELETED || s == (int)JS_CANCELED)
+        return jerr_http(e, 409, "task %u of array %s %s: nothing of it is left to update", t, a->id,
+                         s == ARRAY_CTL_DELETED ? "ended and its job was deleted" : "was canceled before it started");
+    /* held apart (unmade_named): not while the array is held or waits, whole or task by task */
+    char apart[200] = "";
+    if (!a->held && !a->waiting && !depend_tasks_by_task(a))
+        snprintf(apart, sizeof apart, ", or hold the task first (rnx job hold %.8s_%u makes it a job of its own, "
+                                      "HELD), update it by its id, then release it", a->id, t);
+    return jerr_http(e, 409, "task %u of array %s has not started yet: it has no request of its own (it is made, "
+                             "from the array's, when the scheduler starts it), and nothing was changed; update the "
+                             "array whole (rnx job update %.8s: every task not started gets it)%s", t, a->id, a->id,
+                     apart);
+}
+
 /* An array's delete is committed before anything of it goes, as a job's (job_ctl.c): one the
  * database did not take leaves the array whole, in memory and on disk, and says why (507 when
  * the disk is full); a restart would bring back an array answered deleted. tasks: its tasks'

@@ -52,6 +52,13 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
  * changes a job (a waiting task every field, a running one its time limit). 409 once the array
  * ended; raising its priority is AUTHZ_RAISE_PRIORITY's. *acted: 1 for the array, +1 a task. */
 int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t changed, uint64_t *acted, jerr *e);
+/* Why tasks named of a (ID_5, ID_[0-3]: none made, or several) are not updated, in e: -1. Tasks
+ * not made have no request of their own (theirs is the array's until the scheduler makes them):
+ * one such is 409 naming it and what is accepted instead (the array updated whole, or the task
+ * held first, which makes it a job of its own, then updated by its id); one canceled before it
+ * started, or whose job was deleted, 409 saying nothing is left; several, 400 (a task made is
+ * updated by its own id, one at a time). (A made task named alone is its job: jobref.h.) */
+int array_ctl_update_tasks(const jarray *a, const arrayspec *tasks, jerr *e);
 /* Deletes at most max ended tasks' jobs, then the array when none is left: *more when some are
  * left (the caller asks again). 409 when the array has tasks not ended. */
 int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e);

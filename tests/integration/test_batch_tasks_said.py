@@ -84,3 +84,37 @@ def test_cancel_of_tasks_says_which_were_canceled_left_running_or_ended(daemon):
     assert sorted(lines[2:]) == [f"  {aid[:8]}_0: already ended (COMPLETED), left as it is",
                                  f"  {aid[:8]}_2: already ended (CANCELED), left as it is"], p.stdout
     d.wait(aid)
+
+
+def test_update_of_a_task_not_started_says_why_and_what_would_do(daemon):
+    """rnx job update ID_3 of a task not made yet was refused as `an array is updated whole ...; a
+    task made is updated by its own id`, 400, naming neither the task nor why: now 409 naming
+    it, that nothing changed, and what is accepted; following that works."""
+    d = daemon
+    aid = swept(d)
+    short = aid[:8]
+    before = d.job(aid)["request"]
+    p = d.rnx("job", "update", f"{short}_3", "--max-runtime=2h")
+    assert p.returncode == 1, p
+    assert p.stderr == (f"rnx: task 3 of array {aid} has not started yet: it has no request of its own (it is made, "
+                        "from the array's, when the scheduler starts it), and nothing was changed; update the array "
+                        f"whole (rnx job update {short}: every task not started gets it), or hold the task first "
+                        f"(rnx job hold {short}_3 makes it a job of its own, HELD), update it by its id, then release "
+                        "it\n"), p.stderr
+    code, e = d.api("POST", f"/v1/jobs/{short}_3/update", {"max_runtime_s": 7200})
+    assert code == 409, e
+    assert d.job(aid)["request"] == before and task(d, aid, 3)["made"] is False
+    # as it says: held apart, updated, released
+    d.rnx("job", "hold", f"{short}_3", check=True)
+    d.rnx("job", "update", f"{short}_3", "--max-runtime=2h", check=True)
+    assert task(d, aid, 3)["limits"]["max_runtime_s"] == 7200
+    d.rnx("job", "release", f"{short}_3", check=True)
+    # canceled before it started: nothing is left
+    d.rnx("job", "cancel", f"{short}_4", check=True)
+    code, e = d.api("POST", f"/v1/jobs/{short}_4/update", {"max_runtime_s": 7200})
+    assert code == 409 and e["error"]["message"] == (f"task 4 of array {aid} was canceled before it started: "
+                                                     "nothing of it is left to update"), e
+    # several: one at a time, or the array whole
+    code, e = d.api("POST", f"/v1/jobs/{short}_[2-3]/update", {"max_runtime_s": 7200})
+    assert code == 400 and "updated whole" in e["error"]["message"] and f"{short}_2)" in e["error"]["message"], e
+    d.rnx("job", "stop", aid, check=True)
