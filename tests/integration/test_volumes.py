@@ -158,15 +158,20 @@ def test_memory_volume_goes_with_its_last_job(fresh_daemon):
     p = vol(d, "list")
     assert "scratch" in p.stdout and "gone when its last job ends, and on reboot" in p.stdout, p.stdout
     # a tmpfs of its size: 16 MB do not fit
+    # (a ends only once b runs, b only once the test says so: b's start is not raced with a's
+    # end, which a loaded machine lost, b still starting QUEUED when a ended)
     a = d.submit("sh", "-c", "dd if=/dev/zero of=/volumes/scratch/big bs=1M count=16; rm -f /volumes/scratch/big;"
-                 " echo shared > /volumes/scratch/f; sleep 1", volumes=["scratch"])
-    b = d.submit("sh", "-c", "while [ ! -e /volumes/scratch/f ]; do sleep 0.1; done; sleep 2; cat /volumes/scratch/f",
+                 " while [ ! -e /volumes/scratch/b ]; do sleep 0.1; done; echo shared > /volumes/scratch/f",
                  volumes=["scratch"])
+    b = d.submit("sh", "-c", "touch /volumes/scratch/b; while [ ! -e /volumes/scratch/go ]; do sleep 0.1; done;"
+                 " cat /volumes/scratch/f", volumes=["scratch"])
     ja = d.wait(a)
     assert "No space left on device" in d.output(a, "stderr"), d.output(a, "stderr")
     assert ja["status"] == "COMPLETED", ja
     # b still uses it: it stays
     assert d.job(b)["status"] == "RUNNING" and "scratch" in listed(d)
+    with open(os.path.join(d.state, "volumes", "scratch", "mnt", "go"), "w"):
+        pass
     assert d.wait(b)["status"] == "COMPLETED" and d.output(b) == "shared\n"
     wait_for(lambda: "scratch" not in listed(d), "the memory volume is still listed", 10)
     assert not mount_points(os.path.join(d.state, "volumes"))
