@@ -198,17 +198,17 @@ static bool query_status(request *r, bool *given, enum job_state *want, jerr *e)
 /* ?name=NAME and ?user=UID on stop, cancel and kill (Slurm's scancel -n, -u with job ids: they
  * filter the jobs named): 0 when the job (or array) id, of that name and owner, holds them; else
  * 409, left as it is (400 naming user for a uid that is not one). */
-static int query_owner_name(request *r, const char *id, const char *name, uid_t owner, jerr *e)
+static int query_owner_name(request *r, const char *what, const char *id, const char *name, uid_t owner, jerr *e)
 {
     const char *nf = query_get(r, "name"), *uf = query_get(r, "user");
     uint64_t uid = 0;
     if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))
         return jerr_field(e, "user", "user: '%s' is not a uid; give a number, e.g. 1000", uf);
     if (nf && (!name || strcmp(name, nf)))
-        return jerr_http(e, 409, "job %s is %s%.128s%s, not '%.128s': left as it is", id, name ? "named '" : "not named",
-                         name ? name : "", name ? "'" : "", nf);
+        return name ? jerr_http(e, 409, "%s %s is named '%.128s', not '%.128s': left as it is", what, id, name, nf)
+                    : jerr_http(e, 409, "%s %s has no name, and '%.128s' was asked for: left as it is", what, id, nf);
     if (uf && owner != (uid_t)uid)
-        return jerr_http(e, 409, "job %s is uid %u's, not uid %s's: left as it is", id, (unsigned)owner, uf);
+        return jerr_http(e, 409, "%s %s is uid %u's, not uid %s's: left as it is", what, id, (unsigned)owner, uf);
     return 0;
 }
 
@@ -539,7 +539,7 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
     bool by_state = false;
     bool acts = post && (!strcmp(action, "stop") || !strcmp(action, "cancel") || !strcmp(action, "kill"));
     if (acts && (!query_status(r, &by_state, &only, &e) || /* (?status holds for a signal's kill too) */
-                 query_owner_name(r, a->id, a->name, a->owner_uid, &e) < 0))
+                 query_owner_name(r, "array", a->id, a->name, a->owner_uid, &e) < 0))
         return http_reply_error(r->conn, &e);
     /* a signal asked for without its value is refused (parse_signal), never taken for a kill */
     if (!strcmp(action, "kill") && post && query_has(r, "signal")) {
@@ -786,7 +786,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
          * on), a signal's kill too */
         enum job_state only;
         bool by_state;
-        if (!query_status(r, &by_state, &only, &e) || query_owner_name(r, j->id, j->name, j->owner_uid, &e) < 0)
+        if (!query_status(r, &by_state, &only, &e) || query_owner_name(r, "job", j->id, j->name, j->owner_uid, &e) < 0)
             return http_reply_error(r->conn, &e);
         if (by_state && j->state != only)
             return http_reply_error(r->conn, (jerr_http(&e, 409, "job %s is %s now, not %s: left as it is", j->id,

@@ -176,6 +176,16 @@ def test_flags_with_ids_filter_them(daemon):
     assert p.returncode == 0 and p.stdout.strip() == f"canceled {theirs}", (p.stdout, p.stderr)
     assert f"is uid 0's, not uid {UID}'s: left as it is" in p.stderr, p.stderr
     assert states(d, other, theirs) == ["SCHEDULED", "CANCELED"]
+    # a job of no name, an array: said as what they are
+    anon = run(d, later(), "true")
+    code, ans = d.api("POST", f"/v1/jobs/{anon}/cancel?name={name}")
+    assert code == 409 and ans["error"]["message"] == \
+        f"job {anon} has no name, and '{name}' was asked for: left as it is", ans
+    arr = run(d, "--array=0-1", f"--name={name}", later(), "true")
+    code, ans = d.api("POST", f"/v1/jobs/{arr}/cancel?name={name}-x")
+    assert code == 409 and ans["error"]["message"].startswith(f"array {arr} is named '{name}', not"), ans
+    d.api("POST", f"/v1/jobs/{anon}/cancel")
+    d.api("POST", f"/v1/jobs/{arr}/cancel")
     code, ans = d.api("POST", f"/v1/jobs/{other}/cancel?user=alice")
     assert code == 400 and ans["error"]["field"] == "user", (code, ans)
     d.rnx("job", "cancel", other, check=True)
