@@ -59,7 +59,7 @@ static const char job_help[] =
     "                                  change a waiting job's request (a running one: its time limit)\n"
     "  suspend ID...                   freeze running jobs, keeping their GPUs (admins)\n"
     "  resume ID...                    thaw suspended jobs (admins)\n"
-    "  requeue [--hold] ID...          stop running jobs and put them back in the queue\n"
+    "  requeue [--hold] ID...          put running or ended jobs back in the queue\n"
     "  delete ID...                    remove finished jobs and their output\n"
     "  delete-all                      remove every finished job\n"
     "  metrics [--interval S] [--count N] ID\n"
@@ -1768,7 +1768,10 @@ static const char requeue_help[] =
     "\n"
     "Stops running (or suspended) jobs as a preemption does (SIGTERM, SIGKILL after the grace\n"
     "period) and puts them back in the queue with their id, place and history; they run again\n"
-    "from the start. --hold: they wait HELD until 'rnx job release'.\n";
+    "from the start. An ended job (COMPLETED, FAILED, STOPPED, CANCELED) goes back to the queue\n"
+    "at once, as Slurm's scontrol requeue of a finished job: its id, history, /work and log kept\n"
+    "(the next run's output follows), its earlier end in its history; not a workflow's job nor\n"
+    "an array's task. --hold: they wait HELD until 'rnx job release'.\n";
 static const char update_help[] =
     "Usage: rnx job update ID [--priority=N] [--max-runtime=DURATION] [--gpu=N] [--gpu-memory=SIZE]\n"
     "                         [--max-cpu=PERCENT] [--max-memory=SIZE] [--preemptible=true|false]\n"
@@ -1851,12 +1854,15 @@ static int job_control(rnx_ctx *ctx, int argc, char **argv, const char *which)
             char counts[600];
             print_array_counts(json_object_get(arr, "array"), counts, sizeof counts);
             print_textf(stdout, "%s array %s (%s)\n", verb, jstr(arr, "id") ? jstr(arr, "id") : argv[i], counts);
-        } else
-            print_textf(stdout, "%s %s (%s%s)%s\n", verb, answer_id(answer, argv[i]),
-                        jstr(answer, "status") ? jstr(answer, "status") : "?",
-                        json_is_true(json_object_get(answer, "freezing"))
+        } else {
+            /* an ended job requeued is back in the queue at once: no stop */
+            const char *st = jstr(answer, "status") ? jstr(answer, "status") : "?";
+            bool stops = requeue && !strcmp(st, "STOPPING");
+            print_textf(stdout, "%s %s (%s%s)%s\n", requeue && !stops ? "requeued" : verb, answer_id(answer, argv[i]),
+                        st, json_is_true(json_object_get(answer, "freezing"))
                             ? "; still freezing: a process of it cannot stop yet" : "",
-                        requeue ? (hold ? ": stopping, then HELD" : ": stopping, then back in the queue") : "");
+                        stops ? (hold ? ": stopping, then HELD" : ": stopping, then back in the queue") : "");
+        }
         json_decref(answer);
     }
     return rc;

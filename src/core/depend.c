@@ -1178,3 +1178,28 @@ void depend_resume_all(void)
     log_info("dependencies: %zu waiting jobs linked and decided", nw);
     free(waiting);
 }
+
+/* waiter's k-th need is j (linked: after_seq) */
+static bool names(const uint64_t *after_seq, size_t n, const job *j)
+{
+    for (size_t k = 0; after_seq && k < n; k++)
+        if (after_seq[k] == j->seq)
+            return true;
+    return false;
+}
+
+void depend_requeued(job *j)
+{
+    size_t n;
+    for (int s = 0; s < 2; s++) {
+        job **w = jobs_in_state(s ? JS_HELD : JS_PENDING, &n);
+        for (size_t i = 0; i < n; i++)
+            if (relink_job(w[i]) && !w[i]->after_met && names(w[i]->after_seq, w[i]->req.nafter, j))
+                add_dependent(&j->dependents, &j->ndependents, &j->dependents_cap, w[i]->seq);
+    }
+    for (size_t i = 0; i < core.narrays; i++) {
+        jarray *a = core.arrays[i];
+        if (relink_array(a) && !a->after_met && !arrays_made_any(a) && names(a->after_seq, a->req.nafter, j))
+            add_dependent(&j->dependents, &j->ndependents, &j->dependents_cap, a->seq);
+    }
+}

@@ -126,6 +126,12 @@ void depend_unlink(job *j);
  * one that can never go is CANCELED). With none left (nor singleton), a PENDING job joins the
  * queue; a HELD one is decided when it is released. */
 void depend_changed(job *j);
+/* An ended job put back in the queue (rnx job requeue: job_ctl.c): the jobs and arrays still
+ * waiting on it (PENDING or HELD, their `after` never held: another of their dependencies had not
+ * ended as they need) are linked to it again, so that its next end decides them; those its end
+ * decided already (let go or canceled) stay so. O(jobs waiting + arrays kept): no index of who
+ * names an ended job is kept. */
+void depend_requeued(job *j);
 /* At start, after the jobs are loaded: links every PENDING (or HELD) job with `after` that never
  * held, and every waiting array, and decides them (in seq order: of singleton jobs waiting on one
  * name, the oldest goes). */

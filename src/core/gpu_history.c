@@ -188,7 +188,9 @@ json_t *gpu_history_json(uid_t uid, bool all, int hours)
         if (!all && j->owner_uid != uid)
             continue;
         hist_user *u = hist_user_of(&users, j->owner_uid);
-        u->gpu_seconds += s;
+        /* its earlier runs' too (requeued, preempted: jobs.c), which no GPU's own sum has: their
+         * GPUs were given back, and the grants kept are its last run's */
+        u->gpu_seconds += s + (double)j->usage.gpu_ms_before / 1000.0;
         u->jobs++;
         /* an hour from the first to now's (a start after now, the clock stepped back, is in none) */
         if (j->started_ms >= since && j->started_ms / 3600000 * 3600000 - first_hour < (int64_t)nhours * 3600000) {

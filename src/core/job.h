@@ -20,6 +20,8 @@ struct job_term_waiter;
 typedef struct job_usage {
     uint64_t cpu_ns, memory_peak_bytes, io_read_bytes, io_write_bytes;
     uint64_t pids_current;    /* live only: 0 once the job has ended */
+    uint64_t gpu_ms_before;   /* GPU time of its earlier runs (GPUs held x each run's time, ms): a
+                               * requeued or preempted run's, an ended job's put back (jobs.c) */
 } job_usage;
 
 typedef struct job {

@@ -643,6 +643,82 @@ static void refreeze(job *j, int64_t since, int64_t suspended, int64_t held_by, 
     log_warn("job %s: its requeue failed (%s); SUSPENDED again", j->id, why);
 }
 
+/* "COMPLETED (exit), exit code 0, ended 2026-11-30T10:00:00.000Z": an ended run, as its
+ * requeue's event keeps it */
+static void say_end(const job *j, char *d, size_t len)
+{
+    size_t l = (size_t)snprintf(d, len, "%s", job_state_name(j->state));
+    if (j->end_reason && l < len)
+        l += (size_t)snprintf(d + l, len - l, " (%s)", j->end_reason);
+    if (j->has_exit && l < len)
+        l += (size_t)snprintf(d + l, len - l, ", exit code %d", j->exit_code);
+    if (j->signal && l < len)
+        l += (size_t)snprintf(d + l, len - l, ", signal %s", j->signal_name ? j->signal_name : "?");
+    if (!j->started_ms && l < len)
+        l += (size_t)snprintf(d + l, len - l, ", never started");
+    char at[64] = "?";
+    if (j->ended_ms)
+        format_ms(j->ended_ms, at, sizeof at);
+    if (l < len)
+        l += (size_t)snprintf(d + l, len - l, ", ended %s", at);
+    if (j->gpus.n && j->started_ms && j->ended_ms > j->started_ms && l < len)
+        l += (size_t)snprintf(d + l, len - l, ", %.1f GPU-seconds", (double)(j->ended_ms - j->started_ms) / 1000.0 *
+                                                                       (double)j->gpus.n);
+    if (j->error && l < len)
+        snprintf(d + l, len - l, ": %.300s", j->error);
+}
+
+/* Slurm's scontrol requeue of a finished batch job: back in the queue (HELD with hold) with its
+ * id, history, /work and logs, its runs counted one more (docs/batch.md, "Requeue of an ended
+ * job"). What its end decided stays decided: rnx job wait answered, the jobs waiting on it let
+ * go or canceled; those still waiting on it (for another of their dependencies) wait for its next
+ * end (depend_requeued). Refused for what its end decided whole (a workflow's state, an array's
+ * counts) and for what it needs to run that is gone. */
+static int requeue_ended(job *j, uid_t by, bool hold, jerr *e)
+{
+    const char *was = job_state_name(j->state);
+    if (j->wf_id[0])
+        return jerr_http(e, 409, "job %s is %s, a job of workflow %.8s: the workflow's state and the jobs that "
+                                 "require it were decided on its end, and are not taken back; an ended workflow's "
+                                 "job is not requeued (a running one is): submit the workflow again (rnx workflow "
+                                 "run ...)", j->id, was, j->wf_id);
+    if (j->array_id[0])
+        return jerr_http(e, 409, "job %s is %s, task %lld of array %.8s: the array's counts and state were taken "
+                                 "from its end, and are not taken back; an ended task is not requeued (a running "
+                                 "one is, and so are an array's running tasks: rnx job requeue %.8s): submit it "
+                                 "again (rnx job run ...)", j->id, was, (long long)j->array_task, j->array_id,
+                         j->array_id);
+    if (j->req.nafter && !j->after_met)
+        return jerr_http(e, 409, "job %s is %s and ended before its dependencies (--after) held; an ended job is "
+                                 "requeued only once they held (or without any): submit it again (rnx job run "
+                                 "--after=...)", j->id, was);
+    if (jobs_uid_taken(j))
+        return jerr_http(e, 409, "job %s cannot run again now: uid %u, which it ran as (one of jobs.uid_range_start's, "
+                                 "its /work is owned by it), is another job's now; requeue it once that job ended, "
+                                 "or submit it again", j->id, (unsigned)j->uid);
+    if (submit_check_again(j, e) < 0)
+        return -1;
+    char end[700];
+    say_end(j, end, sizeof end);
+    bool single = j->req.singleton && j->name;
+    job_rewait(j);
+    /* a singleton waits for its turn again (depend_decide); its place in the queue is from now,
+     * as a released job's (job.h: joined_ms), not its submission's */
+    j->state = hold ? JS_HELD : job_state_after_hold(single, false, j->scheduled_ms, now_ms());
+    if (hold)
+        j->stopped_by = by; /* who holds it (job_ctl_release: an admin's hold stays an admin's) */
+    j->joined_ms = qclock_now();
+    job_event(j, JE_REQUEUED, (int64_t)by, "requeued by uid %u after its end (run %u: %s): %s", (unsigned)by,
+              j->preemptions, end, hold ? "held until released" : job_state_name(j->state));
+    job_save(j);
+    depend_requeued(j); /* the jobs still waiting on it wait for its next end */
+    if (!hold && single)
+        depend_decide(j);
+    state_want(WANT_SCHEDULE);
+    log_info("job %s: requeued by uid %u after its end (%s): %s", j->id, (unsigned)by, end, job_state_name(j->state));
+    return 0;
+}
+
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
 {
     /* A Slurm task runs in Slurm's allocation, for as long as its task process lives
@@ -654,14 +730,10 @@ int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
         return jerr_http(e, 409, "job %s is Slurm task %s: Slurm runs it, and requeues it (scontrol requeue); "
                                  "joblet's queue would run it outside Slurm's allocation", j->id, t);
     }
-    /* Slurm's scontrol requeue takes an ended batch job too; joblet does not (docs/batch.md,
-     * "Requeue of an ended job"): what others did on its end (rnx job wait answered, the jobs
-     * waiting on it decided and done with, a workflow's or an array's state, its run's record)
-     * would be taken back without being decided again */
+    /* Slurm's scontrol requeue takes an ended batch job too (docs/batch.md, "Requeue of an
+     * ended job") */
     if (job_state_terminal(j->state))
-        return jerr_http(e, 409, "job %s is %s (ended); only a running or suspended job can be requeued: joblet does "
-                                 "not put an ended job back in the queue (what waited on its end was decided on it "
-                                 "already); submit it again (rnx job run ...)", j->id, job_state_name(j->state));
+        return requeue_ended(j, by, hold, e);
     if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)
         return refuse(j, "requeued", "a running or suspended", e);
     if (j->preempting)

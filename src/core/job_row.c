@@ -31,6 +31,7 @@ const db_job *job_row(const job *j, db_job *out)
         .memory_peak_bytes = j->usage.memory_peak_bytes,
         .io_read_bytes = j->usage.io_read_bytes,
         .io_write_bytes = j->usage.io_write_bytes,
+        .gpu_ms_before = j->usage.gpu_ms_before,
         .gpus = j->gpus,
         .preemptions = j->preemptions,
         .preempting = j->preempting,

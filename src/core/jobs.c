@@ -235,7 +235,8 @@ job *job_new(db_job *r)
     j->error = r->error;
     j->stopped_by = r->stopped_by;
     j->usage = (job_usage){.cpu_ns = r->cpu_ns, .memory_peak_bytes = r->memory_peak_bytes,
-                           .io_read_bytes = r->io_read_bytes, .io_write_bytes = r->io_write_bytes};
+                           .io_read_bytes = r->io_read_bytes, .io_write_bytes = r->io_write_bytes,
+                           .gpu_ms_before = r->gpu_ms_before};
     j->gpus = r->gpus;
     j->preemptions = r->preemptions;
     j->preempting = r->preempting;
@@ -696,12 +697,14 @@ static void give_back_room(job *j)
     state_want(WANT_SCHEDULE);
 }
 
-/* What a run held, given back, and its records: the job waits (job_requeue, job_unstart). The
- * next run's shim writes the records afresh; /work and the logs carry on (a checkpoint the job
- * wrote to /work is there when it runs again). */
-static void back_to_wait(job *j)
+/* The run that is over: its GPU time (GPUs held x its time) goes to what its earlier runs held
+ * (usage.gpu_ms_before), before the next run's grants replace its GPUs; its records are removed
+ * (the next run's shim writes them afresh). /work and the logs carry on (a checkpoint the job wrote
+ * to /work is there when it runs again). */
+static void clear_run(job *j)
 {
-    give_back_room(j);
+    if (j->gpus.n && j->started_ms > 0 && j->ended_ms > j->started_ms)
+        j->usage.gpu_ms_before += (uint64_t)(j->ended_ms - j->started_ms) * j->gpus.n;
     grant_list_free(&j->gpus); /* it holds none while it waits; the log keeps what it had */
     j->shim_pid = 0;
     j->init_pid = 0;
@@ -716,6 +719,13 @@ static void back_to_wait(job *j)
     jobs_dir_of(j, dir, sizeof dir);
     shim_record_clear(dir);
     j->ev_wait = 0;
+}
+
+/* What a run held, given back, and its records: the job waits (job_requeue, job_unstart). */
+static void back_to_wait(job *j)
+{
+    give_back_room(j);
+    clear_run(j);
 }
 
 void job_unstart(job *j)
@@ -756,6 +766,36 @@ void job_requeue(job *j)
                       : j->state == JS_HELD ? "held until released" : "waiting in the queue again";
     job_event(j, JE_REQUEUED, -1, "run %u ended; %s", j->preemptions, how);
     log_info("job %s %s (run %u ended); %s", j->id, job_state_name(j->state), j->preemptions, how);
+}
+
+bool jobs_uid_taken(const job *j)
+{
+    verify("a uid taken");
+    ix_ready();
+    if (uid_reserved(j->uid))
+        return true;
+    uint32_t *h = held_at(j->uid);
+    /* (root's shared-GPU jobs share their uid: jobs_run_uid) */
+    return h && *h > (j->idx_uid == j->uid ? 1u : 0u) && !(j->req.gpu_share && j->uid == shared_gpu_uid());
+}
+
+void job_rewait(job *j)
+{
+    clear_run(j);
+    j->exit_code = 0;
+    free(j->error);
+    j->error = NULL;
+    free(j->end_reason);
+    j->end_reason = NULL; /* (not job_ran_before: it was not stopped halfway, it ended) */
+    free(j->fail_reason);
+    j->fail_reason = NULL;
+    j->gpu_fault = (gpu_fault){0};
+    j->usage = (job_usage){.gpu_ms_before = j->usage.gpu_ms_before}; /* the next run's */
+    j->suspended_ms = j->suspended_since_ms = 0;
+    j->stopped_by = -1;
+    j->preempting = j->requeue_asked = j->requeue_hold = false;
+    j->single_holder = 0;
+    j->preemptions++;
 }
 
 /* "STOPPED (stopped), signal SIGTERM; stopped by uid 0", "FAILED (start_failed): why" */

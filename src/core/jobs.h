@@ -109,6 +109,15 @@ int job_save(job *j);
 void job_finish(job *j, enum job_state st, const char *reason);
 /* A preempted job's run is over: it gives back its room and waits in the queue again. */
 void job_requeue(job *j);
+/* Whether j's uid, one of jobs.uid_range_start's (a job of root's), is held by another job not
+ * ended, or by one being made: an ended job of root's put back in the queue would share it with
+ * that job (its processes, its files). False for a user's own uid and for root's shared-GPU jobs'. */
+bool jobs_uid_taken(const job *j);
+/* An ended job made to run again (rnx job requeue of an ended job: job_ctl.c): its run's records
+ * go as a requeued run's do (end record, exit code, signal, error, end reason, times, usage, GPUs:
+ * their time added to usage.gpu_ms_before), stopped_by -1, its runs counted (preemptions) one
+ * more. Its waiting state is the caller's to set, and to save. */
+void job_rewait(job *j);
 /* A start that ran nothing (exec/shim.h: SHIM_NOT_RUN, joblet killed before its commit let the
  * command run): the job gives back its room and GPUs and waits as it did before that start, no
  * run counted. */

@@ -493,7 +493,8 @@ json_t *metrics_job_json(const job *j)
     bool live = job_stats(j, &st);
     job_usage u = j->usage;
     if (live)
-        u = (job_usage){st.cpu_usage_ns, st.mem_peak_bytes, st.io_read_bytes, st.io_write_bytes, st.pids_current};
+        u = (job_usage){st.cpu_usage_ns, st.mem_peak_bytes, st.io_read_bytes, st.io_write_bytes, st.pids_current,
+                         j->usage.gpu_ms_before};
     json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:o,s:I,s:I,s:I,s:I}", "time", now, "job", j->id, "status",
                           job_state_name(j->state), "running", live, "cpu_ns", (json_int_t)u.cpu_ns, "memory_bytes",
                           live ? json_integer((json_int_t)st.mem_current_bytes) : json_null(), "memory_peak_bytes",

@@ -587,6 +587,44 @@ static int check_limits(job_req *const *reqs, size_t n, uint64_t ntasks, uid_t u
     return 0;
 }
 
+int submit_check_again(const job *j, jerr *e)
+{
+    /* what it needs to run, as at its start: gone since, it would end at once (start_failed) */
+    char dir[700], work[800];
+    struct stat st;
+    jobs_dir_of(j, dir, sizeof dir);
+    workfs_path(j->owner_uid, dir, work, sizeof work);
+    if (stat(dir, &st) < 0 || stat(work, &st) < 0)
+        return jerr_http(e, 409, "job %s cannot run again: its directory %s (its /work, its logs) is gone; submit "
+                                 "it again (rnx job run ...)", j->id, stat(dir, &st) < 0 ? dir : work);
+    const runtime *rt;
+    jerr re = {0};
+    if (j->req.runtime && runtimes_find(j->req.runtime, &rt, &re) < 0)
+        return jerr_http(e, 409, "job %s cannot run again: its runtime %s is gone (%s); submit it again with "
+                                 "another (rnx job run --runtime=...)", j->id, j->req.runtime, re.msg);
+    caller owner = authz_local(j->owner_uid, j->owner_gid);
+    if (volumes_verify(&j->req, j->owner_uid, j->owner_gid, &re) < 0 || networks_check(&j->req, &owner, &re) < 0)
+        return jerr_http(e, 409, "job %s cannot run again: %s; submit it again", j->id, re.msg);
+    /* the limits of a submission: it is kept already (limits.max_jobs_per_user, its request's
+     * bytes), and waits once more */
+    const limits_config *L = &core.cfg.limits;
+    uint64_t waiting = promised(j->owner_uid) + arrays_unmade(j->owner_uid) + jobs_user(j->owner_uid).waiting;
+    if (L->max_queued_per_user && waiting + 1 > L->max_queued_per_user)
+        return jerr_http(e, 429, "uid %u has %llu jobs waiting; limits.max_queued_per_user is %u: wait for some "
+                                 "to start, or cancel some", (unsigned)j->owner_uid, (unsigned long long)waiting,
+                         L->max_queued_per_user);
+    uint64_t gpus = (uint64_t)j->req.gpu_count + (j->req.gpu_mig ? 1 : 0);
+    if (L->max_gpus_per_user && gpus > L->max_gpus_per_user)
+        return jerr_field(e, "gpu_count", "gpu_count: job %s asks for %llu GPUs; limits.max_gpus_per_user is %u",
+                          j->id, (unsigned long long)gpus, L->max_gpus_per_user);
+    double wait_s;
+    if (L->gpu_requests_per_minute && gpus && take_token(j->owner_uid, &wait_s, true) < 0)
+        return jerr_http(e, 429, "too many GPU requests: limits.gpu_requests_per_minute is %u for each user (a "
+                                 "GPU job requeued counts as one); try again in %.1f s", L->gpu_requests_per_minute,
+                         wait_s);
+    return 0;
+}
+
 job *submit_job(job_req *req, const caller *who, jerr *e)
 {
     submit_info si;

@@ -54,6 +54,13 @@ job *submit_commit(job *j, jerr *e);
 /* Takes back a job submit_create made that was not launched: out of the table, its directory
  * and /work removed, freed. */
 void submit_undo(job *j);
+/* An ended job about to be put back in the queue (rnx job requeue: core/job_ctl.c): what its run
+ * needs is still there (its directory and /work, its runtime, the volumes it pinned, its network:
+ * 409 naming the one gone), and the limits of a submission for its owner
+ * (limits.max_queued_per_user: it waits once more; max_gpus_per_user; a GPU job takes one of
+ * gpu_requests_per_minute: 429 as a submission's). It is kept already: max_jobs_per_user and its
+ * request's bytes are counted. */
+int submit_check_again(const job *j, jerr *e);
 /* A waiting job's request as rnx job update changed it (req; changed: the fields, by enum
  * jobreq_id bit): what the machine decides of it (CPUs, memory, GPUs that exist),
  * limits.max_gpus_per_user, and a GPU request changed takes one of the owner's

@@ -620,10 +620,11 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     seal_request(d, rj);
     char *req = json_dumps(rj, JSON_COMPACT);
     json_decref(rj);
-    char usage[256];
-    snprintf(usage, sizeof usage, "{\"cpu_ns\":%llu,\"memory_peak_bytes\":%llu,\"io_read_bytes\":%llu,\"io_write_bytes\":%llu}",
-             (unsigned long long)j->cpu_ns, (unsigned long long)j->memory_peak_bytes,
-             (unsigned long long)j->io_read_bytes, (unsigned long long)j->io_write_bytes);
+    char usage[320];
+    snprintf(usage, sizeof usage, "{\"cpu_ns\":%llu,\"memory_peak_bytes\":%llu,\"io_read_bytes\":%llu,\"io_write_bytes\":%llu,"
+             "\"gpu_ms_before\":%llu}", (unsigned long long)j->cpu_ns, (unsigned long long)j->memory_peak_bytes,
+             (unsigned long long)j->io_read_bytes, (unsigned long long)j->io_write_bytes,
+             (unsigned long long)j->gpu_ms_before);
     sqlite3_reset(st);
     bind_text(st, 1, j->id);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)j->seq);
@@ -1011,6 +1012,7 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
         j->memory_peak_bytes = (uint64_t)json_integer_value(json_object_get(u, "memory_peak_bytes"));
         j->io_read_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_read_bytes"));
         j->io_write_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_write_bytes"));
+        j->gpu_ms_before = (uint64_t)json_integer_value(json_object_get(u, "gpu_ms_before")); /* (0: none, or older) */
         json_decref(u);
         j->shim_pid = sqlite3_column_int64(st, 20);
         j->shim_start = (uint64_t)sqlite3_column_int64(st, 21);

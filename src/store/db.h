@@ -42,6 +42,7 @@ typedef struct db_job {
     char *signal_name, *end_reason, *error;
     int64_t stopped_by;      /* uid; -1 none */
     uint64_t cpu_ns, memory_peak_bytes, io_read_bytes, io_write_bytes;
+    uint64_t gpu_ms_before;   /* (its usage's: core/job.h) */
     gpu_grants gpus;         /* n 0: none */
     uint32_t preemptions;
     bool preempting;

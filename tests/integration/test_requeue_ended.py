@@ -1,0 +1,221 @@
+"""rnx job requeue of an ended job, as Slurm's scontrol requeue (and requeuehold) of a finished
+batch job (docs/batch.md, "Requeue of an ended job"): a COMPLETED, FAILED, STOPPED or CANCELED
+job goes back to the queue (HELD with --hold) with its id, history, /work and log, its runs
+counted one more, its earlier end in a `requeued` event; what its end decided stays decided, the
+jobs still waiting on it wait for its next end; refused (409) for a workflow's job, an array's
+task, a job whose dependencies never held and one whose directory is gone; 404 for a deleted
+one; the limits of a submission apply; a kill -9 of joblet keeps it all.
+
+One daemon for the module (a simulated 4-GPU machine); the tests that kill or reconfigure the
+daemon have their own."""
+import datetime
+import os
+import shutil
+
+import pytest
+
+from conftest import ROOT, submit_array, tasks_of, wait_array
+
+FIX = os.path.join(ROOT, "tests", "fixtures")
+CONFIG = f"gpu:\n  fixture: {FIX}/a100-pcie-4/machine.json\n  scrub: 0\n"
+
+
+@pytest.fixture(scope="module")
+def d():
+    from conftest import Daemon, need_root
+    need_root()
+    dm = Daemon(CONFIG).start()
+    yield dm
+    dm.cleanup()
+
+
+def requeued_events(d, jid):
+    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert code == 200, j
+    return [e for e in j["detail"]["events"] if e["event"] == "requeued"]
+
+
+def ended_events(d, jid):
+    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    assert code == 200, j
+    return [e for e in j["detail"]["events"] if e["event"] == "ended"]
+
+
+def ms(stamp):
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def test_completed_job_runs_again_with_its_id_history_and_log(d):
+    jid = d.submit("sh", "-c", "echo run >> /work/runs; wc -l < /work/runs")
+    first = d.wait(jid)
+    assert (first["status"], first["preemptions"]) == ("COMPLETED", 0), first
+    p = d.rnx("job", "requeue", jid)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"requeued {jid} (") and "stopping" not in p.stdout, p.stdout
+    j = d.wait(jid)
+    assert (j["status"], j["exit_code"], j["preemptions"]) == ("COMPLETED", 0, 1), j
+    # /work kept (its file has two lines now), the log of the new run after the first's
+    assert d.output(jid) == "1\n2\n"
+    rq = requeued_events(d, jid)
+    assert len(rq) == 1 and rq[0]["uid"] == 0, rq
+    detail = rq[0]["detail"]
+    assert detail.startswith("requeued by uid 0 after its end (run 1: COMPLETED (exit), exit code 0, ended "
+                             f"{first['ended_at']}"), detail
+    assert len(ended_events(d, jid)) == 2
+    # rnx job status --detail still says how the earlier run ended
+    text = d.rnx("job", "status", "--detail", jid, check=True).stdout
+    assert "run 1: COMPLETED (exit), exit code 0" in text, text
+
+
+def test_failed_job_keeps_its_earlier_exit_code_in_its_history(d):
+    jid = d.submit("sh", "-c", "exit 3")
+    assert d.wait(jid)["status"] == "FAILED"
+    code, j = d.api("POST", f"/v1/jobs/{jid}/requeue")
+    assert code == 200 and j["status"] in ("QUEUED", "RUNNING", "FAILED"), j
+    assert j["exit_code"] is None or j["status"] == "FAILED", j  # the earlier run's end went with it
+    j = d.wait(jid)
+    assert (j["status"], j["exit_code"], j["preemptions"]) == ("FAILED", 3, 1), j
+    assert "run 1: FAILED (exit), exit code 3" in requeued_events(d, jid)[0]["detail"]
+
+
+def test_canceled_job_that_never_started_is_queued_and_runs(d):
+    jid = d.submit("echo", "ran", hold=True)
+    assert d.api("POST", f"/v1/jobs/{jid}/cancel")[0] == 200
+    j = d.wait(jid)
+    assert (j["status"], j["started_at"]) == ("CANCELED", None), j
+    code, j = d.api("POST", f"/v1/jobs/{jid}/requeue")
+    assert code == 200, j
+    j = d.wait(jid)
+    assert (j["status"], j["preemptions"]) == ("COMPLETED", 1), j
+    assert d.output(jid) == "ran\n"
+    detail = requeued_events(d, jid)[0]["detail"]
+    assert "run 1: CANCELED" in detail and "never started" in detail, detail
+
+
+def test_stopped_job_requeued_held_waits_until_released(d):
+    jid = d.submit("sh", "-c", "echo up; exec sleep 600")
+    d.wait_status(jid, "RUNNING")
+    d.rnx("job", "stop", jid, check=True)
+    assert d.wait(jid)["status"] == "STOPPED"
+    p = d.rnx("job", "requeue", "--hold", jid)
+    assert p.returncode == 0 and p.stdout.startswith(f"requeued {jid} (HELD)"), (p.stdout, p.stderr)
+    j = d.job(jid)
+    assert (j["status"], j["preemptions"], j["ended_at"], j["exit_code"]) == ("HELD", 1, None, None), j
+    assert j["wait_reason"].startswith("held by uid 0"), j
+    detail = requeued_events(d, jid)[0]["detail"]
+    assert "run 1: STOPPED (stopped)" in detail and detail.endswith("held until released"), detail
+    d.rnx("job", "release", jid, check=True)
+    d.wait_status(jid, "RUNNING")
+    d.rnx("job", "stop", jid, check=True)
+    assert d.wait(jid)["status"] == "STOPPED"
+    assert d.output(jid) == "up\nup\n"
+
+
+def test_refusals_name_why(d):
+    # an array's task: its array's counts were taken from its end
+    a = submit_array(d, "0-1", "true")
+    wait_array(d, a["id"])
+    task = tasks_of(d, a["id"])[0]["id"]
+    code, e = d.api("POST", f"/v1/jobs/{task}/requeue")
+    assert code == 409 and "an ended task is not requeued" in e["error"]["message"], e
+    # a workflow's job: its workflow's state was decided on its end
+    code, wf = d.api("POST", "/v1/workflows", {"name": "rq", "jobs": [{"name": "a", "request": {"command": "true"}}]})
+    assert code == 201, wf
+    wj = d.api("GET", f"/v1/workflows/{wf['id']}")[1]["jobs"][0]["job_id"]
+    d.wait(wj)
+    code, e = d.api("POST", f"/v1/jobs/{wj}/requeue?hold=1")
+    assert code == 409 and "an ended workflow's job is not requeued" in e["error"]["message"], e
+    assert d.job(wj)["status"] == "COMPLETED"
+    # a job canceled because its dependency cannot hold
+    bad = d.submit("false")
+    d.wait(bad)
+    dep = d.submit("true", after=[{"job": bad, "state": "ok"}])
+    assert d.wait(dep)["status"] == "CANCELED"
+    code, e = d.api("POST", f"/v1/jobs/{dep}/requeue")
+    assert code == 409 and "ended before its dependencies (--after) held" in e["error"]["message"], e
+    # a job whose directory is gone
+    gone = d.submit("true")
+    d.wait(gone)
+    shutil.rmtree(os.path.join(d.state, "jobs", gone))
+    code, e = d.api("POST", f"/v1/jobs/{gone}/requeue")
+    assert code == 409 and "cannot run again: its directory" in e["error"]["message"], e
+    assert d.job(gone)["status"] == "COMPLETED" and requeued_events(d, gone) == []
+    # a deleted job
+    old = d.submit("true")
+    d.wait(old)
+    assert d.api("DELETE", f"/v1/jobs/{old}")[0] in (200, 204)
+    assert d.api("POST", f"/v1/jobs/{old}/requeue")[0] == 404
+
+
+def test_what_its_end_decided_stays_and_who_still_waits_waits_for_its_next_end(d):
+    a = d.submit("true")
+    d.wait(a)
+    gate = d.submit("true", hold=True)
+    ok = d.submit("true", after=[{"job": a, "state": "ok"}])           # let go by a's end
+    notok = d.submit("true", after=[{"job": a, "state": "notok"}])     # canceled by a's end
+    both = d.submit("echo", "both", after=[{"job": a, "state": "ok"}, {"job": gate, "state": "ok"}])
+    assert d.wait(ok)["status"] == "COMPLETED" and d.wait(notok)["status"] == "CANCELED"
+    assert d.job(both)["status"] == "PENDING"
+    assert d.api("POST", f"/v1/jobs/{a}/requeue?hold=1")[0] == 200
+    d.rnx("job", "release", gate, check=True)
+    assert d.wait(gate)["status"] == "COMPLETED"
+    # a waits HELD: it has not ended (again), so `both` waits for it
+    j = d.job(both)
+    assert j["status"] == "PENDING" and a[:8] in (j["wait_reason"] or ""), j
+    assert d.job(ok)["status"] == "COMPLETED" and d.job(notok)["status"] == "CANCELED"
+    d.rnx("job", "release", a, check=True)
+    assert d.wait(a)["status"] == "COMPLETED"
+    assert d.wait(both)["status"] == "COMPLETED" and d.output(both) == "both\n"
+    assert d.job(ok)["preemptions"] == 0 and d.job(notok)["status"] == "CANCELED"
+
+
+def test_gpu_time_of_the_earlier_run_is_kept_once(d):
+    jid = d.submit("sleep", "0.3", gpu_count=2)
+    first = d.wait(jid)
+    assert first["status"] == "COMPLETED" and len(first["gpus"]) == 2, first
+    run1 = (ms(first["ended_at"]) - ms(first["started_at"])) / 1000.0 * 2
+    assert first["usage"]["gpu_seconds_before"] == 0
+    assert d.api("POST", f"/v1/jobs/{jid}/requeue")[0] == 200
+    j = d.wait(jid)
+    assert (j["status"], j["preemptions"]) == ("COMPLETED", 1), j
+    assert j["usage"]["gpu_seconds_before"] == pytest.approx(run1, abs=0.002), (j["usage"], run1)
+    run2 = (ms(j["ended_at"]) - ms(j["started_at"])) / 1000.0 * len(j["gpus"])
+    assert "GPU-seconds" in requeued_events(d, jid)[0]["detail"]
+    # the History page's sum for its owner counts both runs, each once
+    code, h = d.api("GET", "/v1/history?hours=1")
+    assert code == 200, h
+    per_gpu = sum(g["gpu_seconds"] for g in h["per_gpu"])
+    per_user = sum(u["gpu_seconds"] for u in h["per_user"])
+    assert per_user - per_gpu == pytest.approx(run1, abs=0.01), (h["per_user"], h["per_gpu"], run1, run2)
+
+
+def test_limits_of_a_submission_apply(fresh_daemon):
+    dd = fresh_daemon("limits:\n  max_queued_per_user: 1\n")
+    done = dd.submit("true")
+    dd.wait(done)
+    waiting = dd.submit("true", hold=True)
+    code, e = dd.api("POST", f"/v1/jobs/{done}/requeue")
+    assert code == 429 and "limits.max_queued_per_user is 1" in e["error"]["message"], e
+    assert dd.job(done)["status"] == "COMPLETED" and requeued_events(dd, done) == []
+    assert dd.api("POST", f"/v1/jobs/{waiting}/cancel")[0] == 200
+    assert dd.api("POST", f"/v1/jobs/{done}/requeue")[0] == 200
+
+
+def test_a_requeued_ended_job_survives_a_kill_9(fresh_daemon):
+    dd = fresh_daemon()
+    a = dd.submit("echo", "a")
+    dd.wait(a)
+    gate = dd.submit("true", hold=True)
+    both = dd.submit("true", after=[{"job": a, "state": "ok"}, {"job": gate, "state": "ok"}])
+    assert dd.api("POST", f"/v1/jobs/{a}/requeue?hold=1")[0] == 200
+    dd.kill9()
+    dd.start()
+    j = dd.job(a)
+    assert (j["status"], j["preemptions"], j["ended_at"]) == ("HELD", 1, None), j
+    assert len(requeued_events(dd, a)) == 1
+    dd.rnx("job", "release", gate, check=True)
+    dd.wait(gate)
+    assert dd.job(both)["status"] == "PENDING"
+    dd.rnx("job", "release", a, check=True)
+    assert dd.wait(a)["status"] == "COMPLETED" and dd.output(a) == "a\na\n"
+    assert dd.wait(both)["status"] == "COMPLETED"
