@@ -735,7 +735,7 @@ int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
     if (job_state_terminal(j->state))
         return requeue_ended(j, by, hold, e);
     if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)
-        return refuse(j, "requeued", "a running or suspended", e);
+        return refuse(j, "requeued", "a running, suspended or ended", e);
     if (j->preempting)
         return jerr_http(e, 409, "job %s is being stopped to go back to the queue already", j->id);
     /* what a suspended job was: frozen again if the requeue fails (a refused request changes

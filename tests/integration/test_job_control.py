@@ -630,9 +630,10 @@ def test_requeue_hold_and_refusal(d):
     j = d.wait_status(jid, "HELD")
     assert j["end_reason"] == "requeued" and j["wait_reason"].startswith("held by uid 0")
     code, e = d.api("POST", f"/v1/jobs/{jid}/requeue")
-    assert (code, e["error"]["message"]) == (409, f"job {jid} is HELD; only a running or suspended job can be requeued")
+    assert (code, e["error"]["message"]) == (409, f"job {jid} is HELD; only a running, suspended or ended job can be "
+                                                  "requeued")
     p = d.rnx("job", "requeue", jid)
-    assert p.returncode == 1 and "only a running or suspended job can be requeued" in p.stderr
+    assert p.returncode == 1 and "only a running, suspended or ended job can be requeued" in p.stderr
     # released, it waits to run again as a job that ran before: PREEMPTED, not QUEUED
     d.rnx("job", "release", jid, check=True)   # (its answer comes after the turn that started it)
     assert ("released", 0, "hold released by uid 0: PREEMPTED") in events(d, jid), events(d, jid)
@@ -801,19 +802,19 @@ def test_a_suspended_jobs_time_moves_the_queues_at_the_latest_time(fresh_daemon)
     end(dd, a, b)
 
 
-def test_requeue_of_an_ended_job_is_refused_saying_why(d):
-    """Slurm's scontrol requeue takes a finished batch job; joblet does not (docs/batch.md,
-    "Requeue of an ended job"): refused, 409, the answer saying that the job ended and why it is
-    not put back (what waited on its end was decided on it), with --hold too; nothing changes,
-    not its state nor its history."""
+def test_requeue_of_an_ended_job_puts_it_back_in_the_queue(d):
+    """Slurm's scontrol requeue takes a finished batch job, and so does joblet (docs/batch.md,
+    "Requeue of an ended job"; test_requeue_ended.py has the rest): with --hold it waits HELD,
+    its runs counted, its earlier end in its history."""
     jid = d.submit("true")
     assert d.wait(jid)["status"] == "COMPLETED"
-    before = events(d, jid)
-    code, e = d.api("POST", f"/v1/jobs/{jid}/requeue")
-    assert code == 409 and e["error"]["message"].startswith(f"job {jid} is COMPLETED (ended); only a running or "
-                                                            "suspended job can be requeued"), e
-    assert "submit it again" in e["error"]["message"], e
     p = d.rnx("job", "requeue", "--hold", jid)
-    assert p.returncode == 1 and "(ended)" in p.stderr and "decided on it" in p.stderr, p.stderr
+    assert p.returncode == 0 and p.stdout.startswith(f"requeued {jid} (HELD)"), (p.stdout, p.stderr)
     j = d.job(jid)
-    assert (j["status"], j["preemptions"], events(d, jid)) == ("COMPLETED", 0, before), j
+    assert (j["status"], j["preemptions"]) == ("HELD", 1), j
+    assert any(ev == "requeued" and detail.startswith("requeued by uid 0 after its end (run 1: COMPLETED")
+               for ev, _, detail in events(d, jid)), events(d, jid)
+    d.rnx("job", "release", jid, check=True)
+    assert d.wait(jid)["status"] == "COMPLETED"
+
+
