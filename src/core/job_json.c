@@ -210,12 +210,12 @@ json_t *job_json(const job *j)
     job_usage u = j->usage;
     if (j->state == JS_RUNNING || j->state == JS_STOPPING || j->state == JS_SUSPENDED)
         job_launch_live_usage(j, &u);
-    json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I,s:I,s:f}", "cpu_ns", (json_int_t)u.cpu_ns,
+    json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)u.cpu_ns,
                                               "memory_peak_bytes", (json_int_t)u.memory_peak_bytes,
                                               "io_read_bytes", (json_int_t)u.io_read_bytes, "io_write_bytes",
                                               (json_int_t)u.io_write_bytes, "pids_current",
-                                              (json_int_t)u.pids_current, "gpu_seconds_before",
-                                              (double)u.gpu_ms_before / 1000.0));
+                                              (json_int_t)u.pids_current, "gpu_ms_before",
+                                              (json_int_t)u.gpu_ms_before));
     /* /work's bound, shared by the owner's jobs (workfs.h), and what they use of it now */
     char dir[700];
     uint64_t wsize, wused;
