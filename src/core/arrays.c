@@ -104,72 +104,6 @@ static void set_bounds(arrayspec *s)
     s->max = s->n ? s->r[s->n - 1].hi : 0;
 }
 
-/* t added: false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges. */
-static bool set_add(arrayspec *s, uint32_t t)
-{
-    if (s->n && arrayspec_has(s, t))
-        return true;
-    size_t i = 0;
-    while (i < s->n && s->r[i].hi + 1 < t)
-        i++;
-    if (i < s->n && s->r[i].hi + 1 == t) {
-        s->r[i].hi = t;
-        if (i + 1 < s->n && s->r[i + 1].lo == t + 1) {
-            s->r[i].hi = s->r[i + 1].hi;
-            memmove(&s->r[i + 1], &s->r[i + 2], (s->n - i - 2) * sizeof *s->r);
-            s->n--;
-        }
-    } else if (i < s->n && s->r[i].lo == t + 1)
-        s->r[i].lo = t;
-    else {
-        if (s->n == ARRAYSPEC_MAX_RANGES)
-            return false;
-        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
-        s->r[i] = (arrayspec_range){t, t, 1};
-        s->n++;
-    }
-    s->count++;
-    set_bounds(s);
-    return true;
-}
-
-/* Whether set_add(s, t) would fit. */
-static bool set_add_fits(const arrayspec *s, uint32_t t)
-{
-    if (s->n < ARRAYSPEC_MAX_RANGES || arrayspec_has(s, t))
-        return true;
-    return (t && arrayspec_has(s, t - 1)) || arrayspec_has(s, t + 1);
-}
-
-/* t taken out: false, s unchanged, when the range it splits would need one range too many. */
-static bool set_del(arrayspec *s, uint32_t t)
-{
-    size_t i = 0;
-    while (i < s->n && s->r[i].hi < t)
-        i++;
-    if (i == s->n || s->r[i].lo > t)
-        return true;
-    arrayspec_range *r = &s->r[i];
-    if (r->lo == t && r->hi == t) {
-        memmove(&s->r[i], &s->r[i + 1], (s->n - i - 1) * sizeof *s->r);
-        s->n--;
-    } else if (r->lo == t)
-        r->lo++;
-    else if (r->hi == t)
-        r->hi--;
-    else {
-        if (s->n == ARRAYSPEC_MAX_RANGES)
-            return false;
-        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
-        s->r[i].hi = t - 1;
-        s->r[i + 1].lo = t + 1;
-        s->n++;
-    }
-    s->count--;
-    set_bounds(s);
-    return true;
-}
-
 /* s less sub's ids: false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges.
  * O(ranges + sub's ranges). */
 static bool set_minus(arrayspec *s, const arrayspec *sub)
@@ -198,6 +132,121 @@ static bool set_minus(arrayspec *s, const arrayspec *sub)
     }
     set_bounds(&out);
     *s = out;
+    return true;
+}
+
+/* ---- ahead: the tasks made ahead of the cursor, its ranges bridging ids that are no task ----
+ *
+ * Tasks of a range of step 7 made ahead (tasks released from a whole hold one by one, 7-2100:7)
+ * are not neighbours as ids: kept one range each, ARRAYSPEC_MAX_RANGES of them were all that
+ * could be made ahead, and the others waited for a cursor that a held array never moves. A
+ * range of ahead therefore also holds the ids between two of its tasks that are no task of the
+ * array (nor one of skip's, so the two stay disjoint): what is asked of ahead is only ever asked
+ * of the array's tasks. O(ranges of the list + of skip) per task. */
+
+/* Whether ids lo..hi (none when lo > hi) hold no task of a's list and none of skip's. */
+static bool ahead_gap_free(const jarray *a, int64_t lo, int64_t hi)
+{
+    if (lo > hi)
+        return true;
+    for (size_t i = 0; i < a->spec.n; i++) {
+        const arrayspec_range *r = &a->spec.r[i];
+        if ((int64_t)r->hi < lo || (int64_t)r->lo > hi)
+            continue;
+        int64_t first = lo <= (int64_t)r->lo ? r->lo : r->lo + ((lo - r->lo) + r->step - 1) / r->step * r->step;
+        if (first <= hi && first <= (int64_t)r->hi)
+            return false;
+    }
+    for (size_t i = 0; i < a->skip.n; i++)
+        if ((int64_t)a->skip.r[i].hi >= lo && (int64_t)a->skip.r[i].lo <= hi)
+            return false;
+    return true;
+}
+
+/* Of set s (ahead, or a copy), where t goes: *i the first range above it, *prev and *next
+ * whether the ranges around it join it (only ids that are no task lie between). true when s
+ * holds t already. */
+static bool ahead_where(const jarray *a, const arrayspec *s, uint32_t t, size_t *i, bool *prev, bool *next)
+{
+    if (s->n && arrayspec_has(s, t))
+        return true;
+    *i = 0;
+    while (*i < s->n && s->r[*i].lo < t)
+        (*i)++;
+    *prev = *i > 0 && ahead_gap_free(a, (int64_t)s->r[*i - 1].hi + 1, (int64_t)t - 1);
+    *next = *i < s->n && ahead_gap_free(a, (int64_t)t + 1, (int64_t)s->r[*i].lo - 1);
+    return false;
+}
+
+/* Whether ahead_add(a, s, t) would fit. */
+static bool ahead_fits(const jarray *a, const arrayspec *s, uint32_t t)
+{
+    size_t i;
+    bool prev, next;
+    return ahead_where(a, s, t, &i, &prev, &next) || prev || next || s->n < ARRAYSPEC_MAX_RANGES;
+}
+
+/* t added to s (ahead, or a copy), joined to the ranges around it as ahead_where says: false, s
+ * unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges. */
+static bool ahead_add(const jarray *a, arrayspec *s, uint32_t t)
+{
+    size_t i;
+    bool prev, next;
+    if (ahead_where(a, s, t, &i, &prev, &next))
+        return true;
+    if (!prev && !next && s->n == ARRAYSPEC_MAX_RANGES)
+        return false;
+    if (prev && next) {
+        s->count += (uint64_t)(s->r[i].lo - s->r[i - 1].hi) - 1;
+        s->r[i - 1].hi = s->r[i].hi;
+        memmove(&s->r[i], &s->r[i + 1], (s->n - i - 1) * sizeof *s->r);
+        s->n--;
+    } else if (prev) {
+        s->count += (uint64_t)(t - s->r[i - 1].hi);
+        s->r[i - 1].hi = t;
+    } else if (next) {
+        s->count += (uint64_t)(s->r[i].lo - t);
+        s->r[i].lo = t;
+    } else {
+        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
+        s->r[i] = (arrayspec_range){t, t, 1};
+        s->n++;
+        s->count++;
+    }
+    set_bounds(s);
+    return true;
+}
+
+/* t (the cursor's task) taken out of ahead, and with it what is left on either side of it in its
+ * range when that holds no task: false, ahead unchanged, when the split needs one range too many. */
+static bool ahead_del(jarray *a, uint32_t t)
+{
+    arrayspec *s = &a->ahead;
+    size_t i = 0;
+    while (i < s->n && s->r[i].hi < t)
+        i++;
+    if (i == s->n || s->r[i].lo > t)
+        return true;
+    arrayspec_range r = s->r[i];
+    bool left = r.lo < t && !ahead_gap_free(a, r.lo, (int64_t)t - 1);
+    bool right = r.hi > t && !ahead_gap_free(a, (int64_t)t + 1, r.hi);
+    if (left && right && s->n == ARRAYSPEC_MAX_RANGES)
+        return false;
+    s->count -= (uint64_t)(r.hi - r.lo) + 1;
+    if (left && right) {
+        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
+        s->n++;
+        s->r[i] = (arrayspec_range){r.lo, t - 1, 1};
+        s->r[i + 1] = (arrayspec_range){t + 1, r.hi, 1};
+        s->count += (uint64_t)(r.hi - r.lo);
+    } else if (left || right) {
+        s->r[i] = left ? (arrayspec_range){r.lo, t - 1, 1} : (arrayspec_range){t + 1, r.hi, 1};
+        s->count += (uint64_t)(s->r[i].hi - s->r[i].lo) + 1;
+    } else {
+        memmove(&s->r[i], &s->r[i + 1], (s->n - i - 1) * sizeof *s->r);
+        s->n--;
+    }
+    set_bounds(s);
     return true;
 }
 
@@ -510,7 +559,7 @@ int arrays_next(jarray *a, uint32_t *task)
         if (a->ahead.n && arrayspec_has(&a->ahead, t)) {
             /* made ahead: passed over, out of ahead when that fits (what stays there behind the
              * cursor counts for nothing) */
-            set_del(&a->ahead, t);
+            ahead_del(a, t);
             a->made++;
             continue;
         }
@@ -594,7 +643,7 @@ static bool still_to_make(const jarray *a, uint32_t t, bool at_cursor)
 bool arrays_ahead_ok(const jarray *a, uint32_t t)
 {
     int64_t k = arrayspec_index(&a->spec, t);
-    return k >= 0 && ((uint64_t)k == a->made || set_add_fits(&a->ahead, t));
+    return k >= 0 && ((uint64_t)k == a->made || ahead_fits(a, &a->ahead, t));
 }
 
 bool arrays_ahead_ok_all(const jarray *a, const uint32_t *ts, size_t n, uint32_t *bad)
@@ -607,7 +656,7 @@ bool arrays_ahead_ok_all(const jarray *a, const uint32_t *ts, size_t n, uint32_t
         /* as arrays_made: the cursor's task moves the cursor, another goes into ahead */
         if (made < a->spec.count && arrayspec_task(&a->spec, made) == ts[i])
             made++;
-        else if (!set_add_fits(ahead, ts[i]) || !set_add(ahead, ts[i]))
+        else if (!ahead_add(a, ahead, ts[i]))
             ok = false, *bad = ts[i];
     }
     free(ahead);
@@ -1002,7 +1051,7 @@ void arrays_made(jarray *a, job *j)
     uint32_t t = (uint32_t)j->array_task;
     if (a->made < a->spec.count && arrayspec_task(&a->spec, a->made) == t)
         a->made++;
-    else if (!set_add(&a->ahead, t)) /* (arrays_ahead_ok said it fits) */
+    else if (!ahead_add(a, &a->ahead, t)) /* (arrays_ahead_ok said it fits) */
         log_err("array %s: task %u was made ahead of its list's order but cannot be kept so", a->id, t);
     ev_mark(a);
     changed(a);

@@ -42,8 +42,9 @@ typedef struct jarray {
                                 * canceled before they were); the next in the list's order is there */
     arrayspec skip;            /* tasks canceled before they were made (disjoint ranges of step 1) */
     arrayspec ahead;           /* tasks made out of the list's order, ahead of the cursor (--after=ARRAY:corr:
-                                * a task whose own task completed goes before those that wait; ranges of
-                                * step 1, never one of skip's; saved as skip is; one the cursor passes is
+                                * a task whose own task completed goes before those that wait; tasks
+                                * released from a whole hold one by one; ranges of step 1 that also hold
+                                * ids between its tasks that are no task, never one of skip's; saved as skip is; one the cursor passes is
                                 * taken out when that keeps the ranges within ARRAYSPEC_MAX_RANGES) */
     /* Tasks further on whose own task ended (depend.c pushes them as each ends), to be looked at
      * by the scheduler's pass (queue.c): ready[ready_at..nready), in the order they ended; and

@@ -137,3 +137,32 @@ def test_cancel_by_state_of_an_array_with_tasks_released_takes_that_side_only(da
         assert counts(d, aid) == {"SCHEDULED": 1, "CANCELED": 8}, (p.stdout, p.stderr)
     finally:
         d.rnx("job", "cancel", aid)
+
+
+def test_tasks_released_from_a_stepped_array_are_all_made(fresh_daemon):
+    """An array of step 7 held whole (`--array=0-2100:7`), its tasks 7-2100:7 released (300 tasks,
+    one run of places): each is made ahead of the list's cursor (task 0 stays held), and was kept
+    among those made ahead as a range of its own (ids 7, 14, ... are not neighbours), so after 256
+    of them (ARRAYSPEC_MAX_RANGES) no more could be made: the other 44 waited QUEUED for ever. Every
+    released task runs, once; task 0 stays held, also over a kill -9; released whole, it runs once;
+    the counts add up to the array's size."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 5000\n  max_jobs_per_user: 5000\n")
+    aid = d.rnx("job", "run", "--hold", "--array=0-2100:7", "true", check=True).stdout.split()[-1]
+    ref = aid[:8]
+    try:
+        d.rnx("job", "release", f"{ref}_[7-2100:7]", check=True)
+        try:
+            wait_for(lambda: counts(d, aid).get("COMPLETED") == 300, "the 300 tasks released to complete", 60)
+        except AssertionError:
+            raise AssertionError(f"the 300 tasks released did not all complete: {counts(d, aid)}")
+        assert counts(d, aid) == {"COMPLETED": 300, "HELD": 1}, counts(d, aid)
+        done = sorted(t["array"]["task"] for t in tasks_of(d, aid) if t["status"] == "COMPLETED")
+        assert done == list(range(7, 2101, 7)), done
+        # what was made ahead is kept over a kill -9 (one range, 7-2100): task 0 still held, to make once
+        d.kill9()
+        d.start()
+        assert counts(d, aid) == {"COMPLETED": 300, "HELD": 1}, counts(d, aid)
+        d.rnx("job", "release", aid, check=True)
+        wait_for(lambda: counts(d, aid) == {"COMPLETED": 301}, "task 0 to run once released", 120)
+    finally:
+        d.rnx("job", "cancel", aid)
