@@ -497,7 +497,7 @@ int array_ctl_task_state(const jarray *a, uint32_t t)
         return ARRAY_CTL_DELETED;
     if (arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t)))
         return (int)JS_CANCELED;
-    return (int)arrays_unmade_state(a);
+    return (int)arrays_unmade_task_state(a, t); /* (one released from the array's whole hold: not HELD) */
 }
 
 const char *array_ctl_state_name(int s) { return s == ARRAY_CTL_DELETED ? "DELETED" : job_state_name((enum job_state)s); }

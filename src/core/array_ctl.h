@@ -85,7 +85,7 @@ typedef struct array_ctl_went {
 } array_ctl_went;
 /* The state task t of a is in, as rnx job list shows it: its job's, once made (ARRAY_CTL_DELETED
  * when its job was deleted); not made: CANCELED when canceled before it started, else the state
- * arrays_unmade_state says. */
+ * arrays_unmade_task_state says (one released from its array's whole hold waits as if not held). */
 int array_ctl_task_state(const jarray *a, uint32_t t);
 /* Looks at the tasks named before an act (nothing when more than ARRAY_CTL_LOOK_MAX). */
 void array_ctl_look_before(const jarray *a, const arrayspec *tasks, array_ctl_look *l);

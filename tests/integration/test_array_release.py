@@ -51,14 +51,19 @@ def test_releasing_tasks_of_an_array_held_whole_releases_those_only(daemon):
 
 def test_tasks_released_so_are_held_again_by_name_and_the_rest_released_whole(daemon):
     """`rnx job hold ID_4` of a task released from the array's hold and not made yet holds it with
-    the array again; `rnx job release ID` releases every task."""
+    the array again; `rnx job release ID` releases every task. What rnx says of the tasks named
+    is where each went (HELD -> SCHEDULED), not the array's state for tasks not made."""
     d = daemon
     aid = d.rnx("job", "run", "--hold", "--array=0-5", "--schedule=1h", "true", check=True).stdout.split()[-1]
     ref = aid[:8]
     try:
-        d.rnx("job", "release", f"{ref}_[3-5]", check=True)
+        # what rnx says of each task named is what it went from and to (it said "HELD, left as it
+        # is" of tasks it had just released: their state was read as the array's, held)
+        out = d.rnx("job", "release", f"{ref}_[3-5]", check=True).stdout
+        assert f"{ref}_[3-5] (HELD -> SCHEDULED" in out and "left as" not in out, out
         assert counts(d, aid) == {"SCHEDULED": 3, "HELD": 3}, counts(d, aid)
-        d.rnx("job", "hold", f"{ref}_4", check=True)
+        out = d.rnx("job", "hold", f"{ref}_4", check=True).stdout
+        assert f"{ref}_4 (SCHEDULED -> HELD" in out and "left as" not in out, out
         assert counts(d, aid) == {"SCHEDULED": 2, "HELD": 4}, counts(d, aid)
         assert d.job(aid)["array"]["released"] == "3,5"
         d.rnx("job", "release", aid, check=True)
