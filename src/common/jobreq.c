@@ -2114,8 +2114,19 @@ int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids
         /* the new value, held to the schema as a submission's (a stored request's other fields
          * are read as stored) */
         job_req one = {0};
-        int bad = field_from_json(&one, &jobreq_fields[ids[i]], v, NULL, 0, now, e);
+        const jobreq_field *f = &jobreq_fields[ids[i]];
+        int bad = field_from_json(&one, f, v, NULL, 0, now, e);
+        json_t *num = NULL; /* a number's text ("8GB", "2:00:00") as the number it is */
+        if (bad == 0 && f->kind == JK_INT && json_is_string(v)) {
+            if (!(one.has & 1ull << ids[i])) /* "gpu_count": "all" is gpu_all, which no update changes */
+                bad = jerr_field(e, key, "%s: '%.40s' sets another field than %s, which an update does not change; "
+                                         "give a number", key, json_string_value(v), key);
+            else
+                num = json_integer(*int_at(&one, f));
+        }
         jobreq_free(&one);
+        if (num)
+            v = num;
         if (bad < 0) {
             json_decref(o);
             if (ids[i] == JR_MAX_RUNTIME_S) /* what takes it away, where a change may */
@@ -2126,6 +2137,7 @@ int jobreq_change(const job_req *cur, json_t *changes, const enum jobreq_id *ids
         if (!json_equal(json_object_get(o, key), v))
             *changed |= 1ull << ids[i];
         json_object_set(o, key, v);
+        json_decref(num);
     }
     int rc = jobreq_from_json(o, out, JOBREQ_FROM_DB, now, e);
     json_decref(o);

@@ -245,7 +245,7 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         if ((!hold || a->released.n) && arrays_released_set(a, tasks, !hold, &apart, e) < 0)
             return -1;
     } else if (a->held && !tasks && hold && a->released.n) {
-        uint64_t n = arrays_released_left(a, NULL);
+        uint64_t n = arrays_released_left(a, NULL, UINT64_MAX);
         if (arrays_set_held(a, true, by, e) < 0) /* (held as it was, by whom it was; none apart now) */
             return -1;
         (*acted)++;

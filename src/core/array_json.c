@@ -14,7 +14,7 @@
 /* Why its next task waits, in a few words (the scheduler's reason for that task). */
 static const char *wait_words(const jarray *a, char *buf, size_t len)
 {
-    if (a->held && a->released.n && arrays_released_left(a, NULL)) {
+    if (a->held && a->released.n && arrays_released_left(a, NULL, 1)) {
         char tasks[64];
         arrays_released_format(a, tasks, sizeof tasks);
         snprintf(buf, len, "held, but for its tasks %s released from the hold: they start as room comes", tasks);

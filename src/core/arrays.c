@@ -541,7 +541,7 @@ uint32_t arrays_offer(const jarray *a, uint32_t runs)
     if ((a->held && !a->released.n) || a->waiting || arrays_canceled(a) || !a->ix_unmade)
         return 0;
     /* held: those released from the hold one by one only */
-    uint64_t left = a->held ? arrays_released_left(a, NULL) : a->ix_unmade;
+    uint64_t left = a->held ? arrays_released_left(a, NULL, ARRAYS_PER_PASS) : a->ix_unmade;
     uint64_t n = left < ARRAYS_PER_PASS ? left : ARRAYS_PER_PASS;
     if (a->spec.throttle)
         n = runs >= a->spec.throttle ? 0 : n < a->spec.throttle - runs ? n : a->spec.throttle - runs;
@@ -742,16 +742,16 @@ static uint64_t next_lo(const arrayspec *s, uint32_t t)
     return UINT64_MAX;
 }
 
-uint64_t arrays_released_left(const jarray *a, uint32_t *first)
+uint64_t arrays_released_left(const jarray *a, uint32_t *first, uint64_t upto)
 {
     uint64_t n = 0;
     if (arrays_canceled(a))
         return 0;
     /* range by range of released, from the cursor on: a run of tasks canceled or made ahead (skip's
      * and ahead's ranges) passed in one step, a run of tasks still to make counted in one */
-    for (size_t l = 0; l < a->released.n; l++) {
+    for (size_t l = 0; l < a->released.n && n < upto; l++) {
         uint64_t p = a->released.r[l].lo > a->made ? a->released.r[l].lo : a->made, hi = a->released.r[l].hi;
-        while (p <= hi && p < a->spec.count) {
+        while (p <= hi && p < a->spec.count && n < upto) {
             uint64_t off;
             const arrayspec_range *r = &a->spec.r[range_at(&a->spec, p, &off)];
             uint64_t room = arrayspec_range_count(r) - off;
@@ -782,7 +782,7 @@ uint64_t arrays_released_left(const jarray *a, uint32_t *first)
 
 int arrays_released_next(const jarray *a, uint32_t *t)
 {
-    if (!a->held || !a->released.n || arrays_released_left(a, t) == 0)
+    if (!a->held || !a->released.n || arrays_released_left(a, t, 1) == 0)
         return -1;
     return arrays_ahead_ok(a, *t) ? 0 : -1;
 }
@@ -895,10 +895,10 @@ int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_
                   ok ? now->n : (size_t)ARRAYSPEC_MAX_RANGES, a->id);
         goto out;
     }
-    uint64_t before = arrays_released_left(a, NULL);
+    uint64_t before = arrays_released_left(a, NULL, UINT64_MAX);
     *was = a->released;
     a->released = *now;
-    uint64_t after = arrays_released_left(a, NULL);
+    uint64_t after = arrays_released_left(a, NULL, UINT64_MAX);
     if (save(a, e) < 0) {
         a->released = *was;
         goto out;
@@ -962,7 +962,7 @@ void arrays_released_format(const jarray *a, char *out, size_t len)
 
 int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_state only, uid_t by, jerr *e)
 {
-    if (!a->held || !a->released.n || !arrays_released_left(a, NULL))
+    if (!a->held || !a->released.n || !arrays_released_left(a, NULL, 1))
         return arrays_unmade_state(a) == only ? arrays_cancel_unmade(a, tasks, by, e) : 0;
     /* held whole, with tasks released from the hold one by one: those not made yet wait HELD or
      * as if not held (released_state); the places of the side asked for, of those named */
@@ -1205,7 +1205,7 @@ void arrays_count(const jarray *a, arrays_counts *c)
     else {
         c->n[JS_CANCELED] += skipped_left;
         uint64_t unmade = left - skipped_left - ahead;
-        uint64_t rel = a->held && a->released.n ? arrays_released_left(a, NULL) : 0;
+        uint64_t rel = a->held && a->released.n ? arrays_released_left(a, NULL, UINT64_MAX) : 0;
         if (rel > unmade)
             rel = unmade;
         c->n[arrays_unmade_state(a)] += unmade - rel;

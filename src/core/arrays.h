@@ -267,9 +267,11 @@ bool arrays_task_held(const jarray *a, uint32_t t);
  * step is neither 1 nor the array's own there, naming more than 65,536 tasks). O(ranges x ranges)
  * however many tasks the array or the list has. */
 int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_t *moved, jerr *e);
-/* Its tasks released from its hold and not made yet (not canceled either): how many, and *first
- * the first of them in the list's order (when not NULL and some are). O(ranges). */
-uint64_t arrays_released_left(const jarray *a, uint32_t *first);
+/* Its tasks released from its hold and not made yet (not canceled either): how many (counted up
+ * to upto at least, then no further: 1 asks whether any is, the scheduler's pass how many it may
+ * take), and *first the first of them in the list's order (when not NULL and some are).
+ * O(ranges x ranges), less when upto is reached early. */
+uint64_t arrays_released_left(const jarray *a, uint32_t *first, uint64_t upto);
 /* The next of those to make now (the scheduler's pass, while the array is held): 0 and *t, or -1
  * (none, or none that can be made out of the list's order now: arrays_ahead_ok). */
 int arrays_released_next(const jarray *a, uint32_t *t);

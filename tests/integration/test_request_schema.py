@@ -299,3 +299,28 @@ def test_the_api_takes_the_forms_its_refusals_name(daemon):
     assert status == 400 and answer["error"]["field"] == "max_runtime_s", answer
     assert "H:MIN:SEC" in answer["error"]["message"], answer
     assert snapshot(daemon) == before
+
+
+def test_an_update_takes_the_forms_too_and_only_for_its_own_field(daemon):
+    """POST /v1/jobs/ID/update takes "8GB" and "2:00:00" as the numbers they are (the job shows
+    8192, 7200); "gpu_count": "all" is gpu_all, a field no update changes: refused naming
+    gpu_count and saying so (it was refused by a check of GPU ids that did not apply)."""
+    status, answer = daemon.api("POST", "/v1/jobs", {"command": "true", "hold": True})
+    assert status == 201, answer
+    jid = answer["id"]
+    try:
+        status, answer = daemon.api("POST", f"/v1/jobs/{jid}/update", {"max_memory_mb": "8GB",
+                                                                       "max_runtime_s": "2:00:00"})
+        assert status == 200, answer
+        lim = daemon.job(jid)["limits"]
+        assert (lim["max_memory_mb"], lim["max_runtime_s"]) == (8192, 7200), lim
+        status, answer = daemon.api("POST", f"/v1/jobs/{jid}/update", {"gpu_count": "all"})
+        assert status == 400 and answer["error"]["field"] == "gpu_count", answer
+        assert "sets another field than gpu_count, which an update does not change" in answer["error"]["message"], \
+            answer
+        # the same number again as text is no change
+        status, answer = daemon.api("POST", f"/v1/jobs/{jid}/update", {"max_memory_mb": "8192MB"})
+        assert status == 200, answer
+        assert sum(ev == "updated" for ev, _ in daemon.events(jid)) == 1, daemon.events(jid)
+    finally:
+        daemon.api("POST", f"/v1/jobs/{jid}/cancel")
