@@ -652,6 +652,8 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
             authz_check(&r->who, AUTHZ_SUSPEND, "requeuing a suspended job (it would run again: its suspension, "
                                                 "an admin's, undone)", &e) < 0)
             return http_reply_error(r->conn, &e);
+        if (job_ctl_may_requeue(j, &r->who, &e) < 0)
+            return http_reply_error(r->conn, &e);
         rc = job_ctl_requeue(j, r->who.uid, query_true(r, "hold"), &e);
         /* a suspended job thawed for it whose requeue failed is frozen again (job_ctl.c): its
          * error is answered once the freezer says so, or after a second, as a suspend is (the

@@ -719,6 +719,23 @@ static int requeue_ended(job *j, uid_t by, bool hold, jerr *e)
     return 0;
 }
 
+int job_ctl_may_requeue(const job *j, const caller *who, jerr *e)
+{
+    if (!job_state_terminal(j->state) || j->req.priority <= 0)
+        return 0;
+    /* an admin's raise was for the run it had; its owner's requeue would keep it for every run
+     * after, which no submission of theirs could ask for */
+    char what[300];
+    snprintf(what, sizeof what, "priority: requeuing job %.8s, which ended, at priority %lld (above 0: it would run "
+                                "again before everyone's and may preempt theirs; any user may give 0 or less, at a "
+                                "new submission: rnx job run --priority=0 ...)", j->id, (long long)j->req.priority);
+    if (authz_check(who, AUTHZ_RAISE_PRIORITY, what, e) < 0) {
+        snprintf(e->field, sizeof e->field, "priority");
+        return -1;
+    }
+    return 0;
+}
+
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
 {
     /* A Slurm task runs in Slurm's allocation, for as long as its task process lives

@@ -83,6 +83,11 @@ void job_ctl_resume_all(void);
 /* A running or suspended job stopped and back in the queue with its id and place, as a
  * preemption does (job_requeue); HELD once stopped when hold. */
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e);
+/* 0 when who may put j back in the queue as it is: an ended job runs again as a submission of its
+ * request would, so one whose priority is above 0 (an admin's to give: AUTHZ_RAISE_PRIORITY,
+ * at a submission as at an update) is requeued only by those who may give it, else 403 naming
+ * priority; a running or suspended job's requeue goes on with the run it has. */
+int job_ctl_may_requeue(const job *j, const caller *who, jerr *e);
 /* Why a held or suspended job is so, for its wait_reason; "" for any other. */
 void job_ctl_reason(const job *j, char *out, size_t len);
 /* How long its run was SUSPENDED in all (ms), the suspension now included: time its run-time
