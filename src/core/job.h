@@ -89,6 +89,10 @@ typedef struct job {
                                * and released or moved to now at will went before everyone who
                                * came meanwhile, the GPUs reserved for them included */
     bool after_met;
+    bool ended_held;          /* canceled (stopped, killed) while another uid than its owner held it:
+                               * an admin's hold, which only an admin releases (job_ctl.h); its
+                               * owner's requeue of it once ended is likewise an admin's to allow
+                               * (job_ctl_may_requeue), cleared when it is requeued */
     uint64_t *dependents;
     uint32_t ndependents, dependents_cap;
     /* --singleton, while it waits: the seq of the job that held its name when it was last

@@ -83,6 +83,16 @@ static int stop_requeue(job *j, uid_t by)
     return 0;
 }
 
+/* A waiting job canceled (stopped, killed) by by: CANCELED, who did it kept; one another uid
+ * than its owner held (an admin's hold) says so (ended_held), which its requeue asks for. */
+static void cancel_waiting(job *j, uid_t by)
+{
+    if (j->state == JS_HELD && j->stopped_by >= 0 && (uid_t)j->stopped_by != j->owner_uid)
+        j->ended_held = true;
+    j->stopped_by = by;
+    job_finish(j, JS_CANCELED, "canceled");
+}
+
 int job_ctl_stop(job *j, uid_t by, jerr *e)
 {
     if (j->state == JS_STOPPING && j->preempting)
@@ -92,8 +102,7 @@ int job_ctl_stop(job *j, uid_t by, jerr *e)
     if (thaw_to_stop(j, by, e) < 0)
         return -1;
     if (job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD) {
-        j->stopped_by = by;
-        job_finish(j, JS_CANCELED, "canceled");
+        cancel_waiting(j, by);
         return 0;
     }
     return job_launch_stop(j, by, e);
@@ -106,8 +115,7 @@ int job_ctl_kill(job *j, uid_t by, jerr *e)
     if (thaw_to_stop(j, by, e) < 0)
         return -1;
     if (job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD) {
-        j->stopped_by = by;
-        job_finish(j, JS_CANCELED, "canceled");
+        cancel_waiting(j, by);
         return 0;
     }
     return job_launch_kill(j, by, e);
@@ -136,8 +144,7 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e)
     if (!job_in_queue(j) && j->state != JS_PENDING && j->state != JS_HELD)
         return jerr_http(e, 409, "job %s is %s; only a pending, scheduled, queued, preempted or held job can be canceled%s",
                          j->id, job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
-    j->stopped_by = by;
-    job_finish(j, JS_CANCELED, "canceled");
+    cancel_waiting(j, by);
     return 0;
 }
 
@@ -702,6 +709,7 @@ static int requeue_ended(job *j, uid_t by, bool hold, jerr *e)
     say_end(j, end, sizeof end);
     bool single = j->req.singleton && j->name;
     job_rewait(j);
+    j->ended_held = false; /* (requeued: what held it is the requeue's now) */
     /* a singleton waits for its turn again (depend_decide); its place in the queue is from now,
      * as a released job's (job.h: joined_ms), not its submission's */
     j->state = hold ? JS_HELD : job_state_after_hold(single, false, j->scheduled_ms, now_ms());
@@ -721,11 +729,21 @@ static int requeue_ended(job *j, uid_t by, bool hold, jerr *e)
 
 int job_ctl_may_requeue(const job *j, const caller *who, jerr *e)
 {
-    if (!job_state_terminal(j->state) || j->req.priority <= 0)
+    if (!job_state_terminal(j->state))
+        return 0;
+    char what[300];
+    /* canceled under an admin's hold: back in the queue it would run (or wait held by its owner),
+     * the release its owner was refused */
+    if (j->ended_held) {
+        snprintf(what, sizeof what, "requeuing job %.8s, canceled while an admin held it (an admin's hold; its owner "
+                                    "releases only its own holds, and so does not requeue what ended under one)", j->id);
+        if (authz_check(who, AUTHZ_RELEASE_ADMIN_HOLD, what, e) < 0)
+            return -1;
+    }
+    if (j->req.priority <= 0)
         return 0;
     /* an admin's raise was for the run it had; its owner's requeue would keep it for every run
      * after, which no submission of theirs could ask for */
-    char what[300];
     snprintf(what, sizeof what, "priority: requeuing job %.8s, which ended, at priority %lld (above 0: it would run "
                                 "again before everyone's and may preempt theirs; any user may give 0 or less, at a "
                                 "new submission: rnx job run --priority=0 ...)", j->id, (long long)j->req.priority);

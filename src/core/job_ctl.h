@@ -86,7 +86,9 @@ int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e);
 /* 0 when who may put j back in the queue as it is: an ended job runs again as a submission of its
  * request would, so one whose priority is above 0 (an admin's to give: AUTHZ_RAISE_PRIORITY,
  * at a submission as at an update) is requeued only by those who may give it, else 403 naming
- * priority; a running or suspended job's requeue goes on with the run it has. */
+ * priority; a running or suspended job's requeue goes on with the run it has. One canceled
+ * while an admin held it (ended_held) is requeued only by those who may release an admin's hold
+ * (AUTHZ_RELEASE_ADMIN_HOLD), else 403: its owner's cancel and requeue undid that hold. */
 int job_ctl_may_requeue(const job *j, const caller *who, jerr *e);
 /* Why a held or suspended job is so, for its wait_reason; "" for any other. */
 void job_ctl_reason(const job *j, char *out, size_t len);

@@ -50,6 +50,7 @@ const db_job *job_row(const job *j, db_job *out)
         .array_task = j->array_task,
         .after_met = j->after_met,
         .joined_ms = j->joined_ms,
+        .ended_held = j->ended_held,
     };
     memcpy(out->array_id, j->array_id, sizeof out->array_id);
     memcpy(out->id, j->id, sizeof out->id);

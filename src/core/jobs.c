@@ -246,6 +246,7 @@ job *job_new(db_job *r)
     j->suspended_since_ms = r->suspended_since_ms;
     j->after_met = r->after_met;
     j->joined_ms = r->joined_ms;
+    j->ended_held = r->ended_held;
     qclock_seen(j->created_ms);
     qclock_seen(j->joined_ms);
     memcpy(j->wf_id, r->wf_id, sizeof j->wf_id);

@@ -159,6 +159,10 @@ static const char *const migrations[] = {
      * ID_[3-5]), by their places in its list ("3-5,9": at most ARRAYS_RELEASED_MAX ranges,
      * core/arrays.h). Rows from before: none */
     "ALTER TABLE arrays ADD COLUMN released TEXT;",
+    /* 25: a job canceled while another uid than its owner held it (an admin's hold): its owner's
+     * requeue of it is an admin's to allow, as the release it was not let do (core/job.h:
+     * ended_held). Rows from before: not known (0) */
+    "ALTER TABLE jobs ADD COLUMN ended_held INTEGER NOT NULL DEFAULT 0;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -272,7 +276,7 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
                           " gpu_fault, sandbox_uid, slurm, net, array_id, array_task, requeue, suspended_ms,"
-                          " suspended_since_ms, after_met, joined_ms";
+                          " suspended_since_ms, after_met, joined_ms, ended_held";
 
 static int reseal(db *d, jerr *e);
 static int open_key(db *d, const char *path, const char *keypath, jerr *e);
@@ -365,14 +369,14 @@ db *db_open(const char *path, jerr *e)
     if (open_key(d, path, keypath, e) < 0 || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
                       " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32,"
                       " array_id=?33, array_task=?34, requeue=?35, suspended_ms=?36, suspended_since_ms=?37,"
-                      " after_met=?38, joined_ms=?39 WHERE id=?1 AND seq=?2";
+                      " after_met=?38, joined_ms=?39, ended_held=?40 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -688,6 +692,7 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     bind_opt_i64(st, 37, j->suspended_since_ms, j->suspended_since_ms > 0);
     sqlite3_bind_int(st, 38, j->after_met);
     sqlite3_bind_int64(st, 39, j->joined_ms);
+    sqlite3_bind_int(st, 40, j->ended_held);
     int rc = sqlite3_step(st);
     free(net);
     free(slurm);
@@ -1066,6 +1071,7 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
         j->suspended_since_ms = sqlite3_column_int64(st, 36);
         j->after_met = sqlite3_column_int(st, 37) != 0;
         j->joined_ms = sqlite3_column_int64(st, 38);
+        j->ended_held = sqlite3_column_int(st, 39) != 0;
         fn(j, arg);
         db_job_free(j);
     }

@@ -79,3 +79,36 @@ def test_history_stays_bounded_however_often_it_runs_again(d):
     events = d.events(jid)
     assert len(events) <= 64, len(events)  # JOB_EVENTS_MAX (core/job_events.h): the oldest dropped
     assert requeued_events(d, jid)[-1][1].startswith("requeued by uid 4561 after its end (run 30: COMPLETED")
+
+
+def test_an_admins_hold_does_not_end_with_the_owners_cancel_and_requeue(d):
+    """root holds the owner's job; the owner may not release it (403) but may cancel it: their
+    requeue of it, canceled under root's hold, is refused as the release was (it was taken, and
+    the job ran), a kill -9 later too; root's requeue is taken, and the job is the owner's again."""
+    jid = submit_as(d, OWNER, "true", schedule_at="2030-01-01T00:00:00Z")
+    code, e = d.api("POST", f"/v1/jobs/{jid}/hold")
+    assert code == 200, e
+    code, e = api_as(d, OWNER, "POST", f"/v1/jobs/{jid}/release")
+    assert code == 403, e
+    code, e = api_as(d, OWNER, "POST", f"/v1/jobs/{jid}/cancel")
+    assert code == 200, e
+    assert d.job(jid)["status"] == "CANCELED"
+    for hold in ("", "?hold=1"):
+        code, e = api_as(d, OWNER, "POST", f"/v1/jobs/{jid}/requeue{hold}")
+        assert code == 403 and "canceled while an admin held it" in e["error"]["message"], e
+    d.kill9()
+    d.start()
+    code, e = api_as(d, OWNER, "POST", f"/v1/jobs/{jid}/requeue")
+    assert code == 403, e
+    assert d.job(jid)["status"] == "CANCELED" and requeued_events(d, jid) == []
+    code, e = d.api("POST", f"/v1/jobs/{jid}/requeue?hold=1")
+    assert code == 200 and d.job(jid)["status"] == "HELD", e
+    code, e = d.api("POST", f"/v1/jobs/{jid}/cancel")
+    assert code == 200, e
+    # canceled under root's own hold again: but an owner's own hold is the owner's
+    jid2 = submit_as(d, OWNER, "true", schedule_at="2030-01-01T00:00:00Z")
+    assert api_as(d, OWNER, "POST", f"/v1/jobs/{jid2}/hold")[0] == 200
+    assert api_as(d, OWNER, "POST", f"/v1/jobs/{jid2}/cancel")[0] == 200
+    code, e = api_as(d, OWNER, "POST", f"/v1/jobs/{jid2}/requeue?hold=1")
+    assert code == 200 and d.job(jid2)["status"] == "HELD", e
+    api_as(d, OWNER, "POST", f"/v1/jobs/{jid2}/cancel")
