@@ -217,6 +217,26 @@ static void read_machine(void)
     core.mem_total_mb = (uint64_t)si.totalram * si.mem_unit >> 20;
 }
 
+/* What each phase of the start took (ms), logged once listening as "start: NAME MS, ...": an
+ * admin sees where a large database's start goes (bench/start_bigdb.py reads it). */
+static struct {
+    char text[512];
+    size_t len;
+    int64_t at_ns;
+} start_phases;
+
+static void start_phase(const char *name)
+{
+    int64_t now = mono_ns();
+    if (name && start_phases.len < sizeof start_phases.text) {
+        int n = snprintf(start_phases.text + start_phases.len, sizeof start_phases.text - start_phases.len, "%s%s %.1f",
+                         start_phases.len ? ", " : "", name, (double)(now - start_phases.at_ns) / 1e6);
+        if (n > 0)
+            start_phases.len += (size_t)n;
+    }
+    start_phases.at_ns = now;
+}
+
 static void load_one(db_job *r, void *arg)
 {
     job *j = job_new(r);
@@ -295,12 +315,20 @@ static int setup(jerr *e)
     }
     char dbpath[700];
     snprintf(dbpath, sizeof dbpath, "%s/joblet.db", core.cfg.state_dir);
+    start_phase("setup");
     if (!(core.db = db_open(dbpath, e)))
         return -1;
+    start_phase("db_open");
     core.next_seq = 1;
-    if (db_load_jobs(core.db, load_one, NULL, e) < 0 || db_load_workflows(core.db, load_wf, NULL, e) < 0 ||
-        arrays_load(e) < 0)
+    if (db_load_jobs(core.db, load_one, NULL, e) < 0)
         return -1;
+    start_phase("jobs");
+    if (db_load_workflows(core.db, load_wf, NULL, e) < 0)
+        return -1;
+    start_phase("workflows");
+    if (arrays_load(e) < 0)
+        return -1;
+    start_phase("arrays");
     /* a number is never given twice (the newest job may have been deleted) */
     uint64_t hw;
     if (db_high_water(core.db, &hw, e) < 0)
@@ -461,6 +489,8 @@ int main(int argc, char **argv)
         log_err("another joblet is already listening on %s", core.cfg.socket);
         return 1;
     }
+    start_phase(NULL);
+    int64_t start_ns = start_phases.at_ns;
     if (loop_init() < 0 || setup(&e) < 0) {
         log_err("%s", e.msg[0] ? e.msg : strerror(errno));
         return e.code == DB_NEWER_SCHEMA ? 3 : 1;
@@ -481,16 +511,23 @@ int main(int argc, char **argv)
         return 1;
     }
     gpu_service_load();
+    start_phase("init");
     workflow_resume_all(); /* linked before re-adoption, so jobs that ended meanwhile decide their dependents */
     workflow_drop_gone(true); /* ended with every job deleted (a delete a commit did not take) */
+    start_phase("workflow_resume");
     depend_resume_all(); /* likewise the jobs of rnx job run --after */
+    start_phase("depend_resume");
     job_launch_adopt_all();
     job_ctl_resume_all(); /* a freezer that disagrees with the row: put as the row says */
+    start_phase("adopt");
     jobs_index_rebuild(); /* counted once from the table as re-adoption left it (jobs.h) */
+    start_phase("index");
     job_launch_init();
     incoming_clean_stale();
     orphans_sweep(); /* after re-adoption: every job that runs is known by now */
+    start_phase("orphans");
     statedisk_budgets_init();
+    start_phase("disk_budgets");
     if (nsscache_start(core.cfg.account_cache_s) < 0) {
         log_err("account look-ups: cannot start their threads: %s", strerror(errno));
         return 1;
@@ -505,8 +542,10 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
+    start_phase("listen");
     log_info("joblet %s listening on %s (state %s, cgroup layout %s, %zu jobs known)", JOBLET_VERSION, core.cfg.socket,
              core.cfg.state_dir, cg_layout_name(core.cg.layout), core.njobs);
+    log_info("start: %s; total %.1f ms", start_phases.text, (double)(mono_ns() - start_ns) / 1e6);
     gpu_health_start();
     gpu_history_start();
     slurm_node_start();
