@@ -732,6 +732,17 @@ int networks_check(const job_req *r, const caller *c, jerr *e)
     return 0;
 }
 
+int networks_check_again(const job_req *r, const caller *c, int64_t submitted_ms, jerr *e)
+{
+    if (networks_check(r, c, e) < 0)
+        return -1;
+    const network *n = named(r) ? find(r->network) : NULL;
+    if (n && !n->builtin && n->created_ms > submitted_ms)
+        return jerr_http(e, 409, "network %s was removed and made again since the job was submitted: it is "
+                                 "another", r->network);
+    return 0;
+}
+
 void networks_spec_free(spec_net *s)
 {
     if (!s)

@@ -69,6 +69,10 @@ bool networks_available(const char **why);
 /* At submission: the request's network exists and the caller may use it (none and host need
  * nothing here). 404 an unknown name, 403 another user's network, 503 networks unavailable. */
 int networks_check(const job_req *r, const caller *c, jerr *e);
+/* The same for a job submitted at submitted_ms that is to run again (a requeue of an ended
+ * job): also the network it was checked for then, not one made again under its name since
+ * (as networks_place asks at its launch), else 409. */
+int networks_check_again(const job_req *r, const caller *c, int64_t submitted_ms, jerr *e);
 /* The same for a job whose network is one its workflow declares and creates before submitting
  * it (a dry run: rnx workflow validate, or before the network is made): every check of
  * networks_check but that the network exists and the caller may use it, which

@@ -603,7 +603,8 @@ int submit_check_again(const job *j, jerr *e)
         return jerr_http(e, 409, "job %s cannot run again: its runtime %s is gone (%s); submit it again with "
                                  "another (rnx job run --runtime=...)", j->id, j->req.runtime, re.msg);
     caller owner = authz_local(j->owner_uid, j->owner_gid);
-    if (volumes_verify(&j->req, j->owner_uid, j->owner_gid, &re) < 0 || networks_check(&j->req, &owner, &re) < 0)
+    if (volumes_verify(&j->req, j->owner_uid, j->owner_gid, &re) < 0 ||
+        networks_check_again(&j->req, &owner, j->created_ms, &re) < 0)
         return jerr_http(e, 409, "job %s cannot run again: %s; submit it again", j->id, re.msg);
     /* the limits of a submission: it is kept already (limits.max_jobs_per_user, its request's
      * bytes), and waits once more */

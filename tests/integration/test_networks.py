@@ -590,3 +590,29 @@ def test_a_network_is_neither_made_nor_removed_while_another_process_locks_the_d
     assert network(d, name)["cidr"] == cidr
     rnx_ok(d, "network", "remove", name)
     assert d.api("GET", f"/v1/networks/{name}")[0] == 404
+
+
+def test_requeue_of_an_ended_job_whose_network_was_made_again_is_refused(net_daemon):
+    """An ended job requeued runs on the network it was submitted for: one removed and made again
+    under its name since is another (as at its launch, which refused it only then: the requeue
+    answered 200 and the job then failed to start); 409 at the requeue, the job left as it was.
+    Its network still there: taken."""
+    d = net_daemon
+    taken = [ipaddress.ip_network(n["cidr"]) for n in json.loads(rnx_ok(d, "--json", "network", "list"))["networks"]]
+    cidr = next(c for c in ("10.231.0.0/24", "10.232.0.0/24")
+                if not any(ipaddress.ip_network(c).overlaps(t) for t in taken))
+    name = "rq" + uuid.uuid4().hex[:6]
+    rnx_ok(d, "network", "create", name, f"--cidr={cidr}")
+    try:
+        jid = rnx_ok(d, "job", "run", f"--network={name}", "true").strip().split()[-1]
+        assert d.wait(jid)["status"] == "COMPLETED"
+        code, ans = d.api("POST", f"/v1/jobs/{jid}/requeue?hold=1")   # the same network: taken
+        assert code == 200 and d.job(jid)["status"] == "HELD", ans
+        d.api("POST", f"/v1/jobs/{jid}/cancel")
+        rnx_ok(d, "network", "remove", name)
+        rnx_ok(d, "network", "create", name, f"--cidr={cidr}")
+        code, ans = d.api("POST", f"/v1/jobs/{jid}/requeue")
+        assert code == 409 and "was removed and made again since the job was submitted" in ans["error"]["message"], ans
+        assert d.job(jid)["status"] == "CANCELED"
+    finally:
+        rnx_ok(d, "network", "remove", name)
