@@ -63,7 +63,7 @@ class Daemon:
         self.build, self.base = build, base
         self.state = os.path.join(base, "state")
         self.sock = os.path.join(base, "sock")
-        self.log_path = os.path.join(base, f"joblet-{name}.log")
+        self.log_path = os.path.join(base, "joblet-" + name.strip("/").replace("/", "_") + ".log")
         self.cg = "joblet-bigdb-" + uuid.uuid4().hex[:8]
         self.config = os.path.join(base, "joblet.yml")
         with open(self.config, "w") as f:
@@ -384,7 +384,7 @@ def main():
                       f" (HWM {res['vmhwm_mib']:.1f}); first rnx job list {res['first_list_s']:.3f} s, --json"
                       f" {res['list_json_s']:.3f} s; GET /metrics {res['metrics_s'] * 1000:.1f} ms then"
                       f" {res['metrics2_s'] * 1000:.1f} ms ({res['metrics_bytes']} B); longest loop turn"
-                      f" {res['longest_turn_s']} s; idle CPU in {a.settle:.0f} s {res['idle_cpu_s']:.2f} s;"
+                      f" {res['longest_turn_s']} s; CPU after the start (the two lists, then {a.settle:.0f} s idle) {res['idle_cpu_s']:.2f} s;"
                       f" VmRSS after {res['vmrss_after_mib']:.1f} MiB")
                 print(f"    phases: {res['phases']}")
                 print(f"    floor: {n} rows, {ev} events: python sqlite3 {py:.3f} s, sqlite3 shell "
