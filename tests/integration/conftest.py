@@ -167,6 +167,36 @@ def api_as(d, user, method, path, body=None, timeout=150, ctype="application/jso
     return tuple(json.loads(p.stdout))
 
 
+# Requests sent over one connection as whoever runs it: argv the socket; stdin a JSON list of
+# [method, path, body]; prints the list of [status, answer].
+_BULK_CLIENT = r"""
+import http.client, json, socket, sys
+class C(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(sys.argv[1])
+c = C("localhost", timeout=600)
+out = []
+for m, p, b in json.load(sys.stdin):
+    data = json.dumps(b) if b is not None else None
+    c.request(m, p, body=data, headers={"Content-Type": "application/json"} if data else {})
+    r = c.getresponse()
+    raw = r.read()
+    out.append([r.status, json.loads(raw) if raw else None])
+print(json.dumps(out))
+"""
+
+
+def bulk_as(d, user, reqs):
+    """Many requests ([method, path, body]) over one connection to daemon d as user (see
+    setpriv), one process for all: the list of [status, answer]."""
+    p = subprocess.run([*setpriv(user), "/usr/bin/python3", "-c", _BULK_CLIENT, d.sock],
+                       input=json.dumps(reqs).encode(), capture_output=True, timeout=900,
+                       env={"PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return json.loads(p.stdout)
+
+
 def rnx_as(d, user, *args, timeout=150, input=None, text=True):
     """rnx run as user (see setpriv) against daemon d; text=False for bytes in and out. timeout
     as for api_as."""

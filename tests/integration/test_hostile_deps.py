@@ -21,37 +21,10 @@ that times every job kept under their name.
 The attacker is a uid with no account (setpriv; joblet reads the peer's credentials)."""
 import json
 import os
-import subprocess
 
-from conftest import setpriv
+from conftest import bulk_as
 
 MALLORY = 4961
-
-# Requests sent over one connection as whoever runs it: argv the socket; stdin a JSON list of
-# [method, path, body]; prints the list of [status, answer].
-_BULK = r"""
-import http.client, json, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(sys.argv[1])
-c = C("localhost", timeout=600)
-out = []
-for m, p, b in json.load(sys.stdin):
-    data = json.dumps(b) if b is not None else None
-    c.request(m, p, body=data, headers={"Content-Type": "application/json"} if data else {})
-    r = c.getresponse()
-    raw = r.read()
-    out.append([r.status, json.loads(raw) if raw else None])
-print(json.dumps(out))
-"""
-
-
-def bulk(d, user, reqs):
-    p = subprocess.run([*setpriv(user), "/usr/bin/python3", "-c", _BULK, d.sock], input=json.dumps(reqs).encode(),
-                       capture_output=True, timeout=900, env={"PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr.decode(errors="replace")
-    return json.loads(p.stdout)
 
 
 def cpu_s(pid):
@@ -74,17 +47,17 @@ def test_singletons_let_go_by_one_job_are_decided_once_per_name(fresh_daemon):
     at the first one's start)."""
     d = fresh_daemon("limits:\n  max_queued_per_user: 0\n  max_jobs_per_user: 0\n")
     n, kept = 300, 2000
-    r = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "true", "name": "x",
+    r = bulk_as(d, MALLORY, [["POST", "/v1/jobs", {"command": "true", "name": "x",
                                                 "schedule_at": "2036-01-01T00:00:00Z"}]] * kept)
     assert all(code == 201 for code, _ in r), r[-1]
     gates = {}
     first, last = {}, {}
     for name in ("y", "x"):
-        (code, gate), = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
+        (code, gate), = bulk_as(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
         assert code == 201, gate
         d.wait_status(gate["id"], "RUNNING")
         gates[name] = gate["id"]
-        w = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "name": name, "singleton": True,
+        w = bulk_as(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "name": name, "singleton": True,
                                                     "after": [{"job": gate["id"], "state": "any"}]}]] * n)
         assert all(code == 201 for code, _ in w), w[-1]
         first[name], last[name] = w[0][1]["id"], w[-1][1]["id"]
@@ -94,7 +67,7 @@ def test_singletons_let_go_by_one_job_are_decided_once_per_name(fresh_daemon):
     for name in ("y", "x"):
         assert d.job(last[name])["status"] == "PENDING"
         looks0 = d.metric("joblet_dependency_looks_total")
-        code, ans = bulk(d, MALLORY, [["POST", f"/v1/jobs/{gates[name]}/stop", None]])[0]
+        code, ans = bulk_as(d, MALLORY, [["POST", f"/v1/jobs/{gates[name]}/stop", None]])[0]
         assert code == 200, ans
         d.wait_status(first[name], "RUNNING", timeout=300)
         # one at a time, oldest first: the first went, the last waits its turn
@@ -125,17 +98,17 @@ def test_jobs_after_many_arrays_are_decided_at_their_start_and_end_not_each_task
     narrays, ntasks, nwait = 64, 25, 200
 
     def run(waiters):
-        (code, gate), = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
+        (code, gate), = bulk_as(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
         assert code == 201, gate
-        arrays = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "true", "array": f"0-{ntasks - 1}",
+        arrays = bulk_as(d, MALLORY, [["POST", "/v1/jobs", {"command": "true", "array": f"0-{ntasks - 1}",
                                                          "after": [{"job": gate["id"], "state": "any"}]}]] * narrays)
         assert all(code == 201 for code, _ in arrays), arrays[-1]
         ids = [a["id"] for _, a in arrays]
-        w = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "true",
+        w = bulk_as(d, MALLORY, [["POST", "/v1/jobs", {"command": "true",
                                                     "after": [{"job": i, "state": "any"} for i in ids]}]] * waiters)
         assert all(code == 201 for code, _ in w), w[-1]
         cpu0, looks0 = cpu_s(d.proc.pid), d.metric("joblet_dependency_looks_total")
-        code, ans = bulk(d, MALLORY, [["POST", f"/v1/jobs/{gate['id']}/stop", None]])[0]
+        code, ans = bulk_as(d, MALLORY, [["POST", f"/v1/jobs/{gate['id']}/stop", None]])[0]
         assert code == 200, ans
         for i in ids:
             assert d.wait(i, timeout=600)["status"] == "COMPLETED"

@@ -11,38 +11,10 @@ in memory until a commit takes it. What one new event costs must not grow with e
 
 The attacker is a local account made for the test (useradd); joblet reads the peer's
 credentials."""
-import json
 import sqlite3
-import subprocess
 import time
 
-from conftest import DbLock, local_account, setpriv
-
-# Requests sent over one connection as whoever runs it: argv the socket; stdin a JSON list of
-# [method, path, body]; prints the list of [status, answer].
-_BULK = r"""
-import http.client, json, socket, sys
-class C(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(sys.argv[1])
-c = C("localhost", timeout=600)
-out = []
-for m, p, b in json.load(sys.stdin):
-    data = json.dumps(b) if b is not None else None
-    c.request(m, p, body=data, headers={"Content-Type": "application/json"} if data else {})
-    r = c.getresponse()
-    raw = r.read()
-    out.append([r.status, json.loads(raw) if raw else None])
-print(json.dumps(out))
-"""
-
-
-def bulk(d, user, reqs):
-    p = subprocess.run([*setpriv(user), "/usr/bin/python3", "-c", _BULK, d.sock], input=json.dumps(reqs).encode(),
-                       capture_output=True, timeout=900, env={"PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr.decode(errors="replace")
-    return json.loads(p.stdout)
+from conftest import DbLock, bulk_as, local_account
 
 
 def test_events_of_many_jobs_while_the_database_is_locked_cost_what_they_are(fresh_daemon):
@@ -56,16 +28,16 @@ def test_events_of_many_jobs_while_the_database_is_locked_cost_what_they_are(fre
     n = 1500
     with local_account("hev") as (_name, uid, gid):
         user = (uid, gid)
-        (code, gate), = bulk(d, user, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
+        (code, gate), = bulk_as(d, user, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
         assert code == 201, gate
         d.wait_status(gate["id"], "RUNNING")
-        w = bulk(d, user, [["POST", "/v1/jobs", {"command": "true", "after": [{"job": gate["id"], "state": "ok"}]}]] * n)
+        w = bulk_as(d, user, [["POST", "/v1/jobs", {"command": "true", "after": [{"job": gate["id"], "state": "ok"}]}]] * n)
         assert all(code == 201 for code, _ in w), w[-1]
         deps = [j["id"] for _, j in w]
         looks0 = d.metric("joblet_event_kept_looks_total")
         lock = DbLock(d.state)
         try:
-            (code, ans), = bulk(d, user, [["POST", f"/v1/jobs/{gate['id']}/stop", None]])
+            (code, ans), = bulk_as(d, user, [["POST", f"/v1/jobs/{gate['id']}/stop", None]])
             # (done; 503 says it is not saved yet)
             assert code == 200 or (code == 503 and "not saved" in ans["error"]["message"]), (code, ans)
             deadline = time.time() + 120
