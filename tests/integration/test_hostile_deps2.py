@@ -12,7 +12,8 @@ request's work must not grow with the graph of jobs it names, only with the requ
    is refused, 400 naming `after` and the bound: the same 300 updates 0.03 s.
 
 The attacker is a uid with no account (setpriv; joblet reads the peer's credentials)."""
-from test_hostile_deps import MALLORY, bulk, cpu_s
+from conftest import bulk_as
+from test_hostile_deps import MALLORY, cpu_s
 
 
 def test_update_after_walks_a_bounded_part_of_what_it_names(fresh_daemon):
@@ -24,7 +25,7 @@ def test_update_after_walks_a_bounded_part_of_what_it_names(fresh_daemon):
     refused after 1,000 (0.03 s)."""
     d = fresh_daemon()
     n, width, nreq = 900, 64, 300
-    (code, gate), = bulk(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
+    (code, gate), = bulk_as(d, MALLORY, [["POST", "/v1/jobs", {"command": "sleep", "args": ["600"]}]])
     assert code == 201, gate
     d.wait_status(gate["id"], "RUNNING")
     reqs = []
@@ -35,14 +36,14 @@ def test_update_after_walks_a_bounded_part_of_what_it_names(fresh_daemon):
     for name in ("s0", "u"):
         reqs.append(["POST", "/v1/jobs", {"command": "true", "name": name,
                                           "after": [{"job": gate["id"], "state": "any"}]}])
-    r = bulk(d, MALLORY, reqs)
+    r = bulk_as(d, MALLORY, reqs)
     assert all(code == 201 for code, _ in r), [x for x in r if x[0] != 201][:1]
     u = r[-1][1]["id"]
     assert d.job(u)["status"] == "PENDING"
 
     def updates(target):
         cpu0 = cpu_s(d.proc.pid)
-        out = bulk(d, MALLORY, [["POST", f"/v1/jobs/{u}/update",
+        out = bulk_as(d, MALLORY, [["POST", f"/v1/jobs/{u}/update",
                                  {"after": [{"job": target, "state": "any"}]}]] * nreq)
         return cpu_s(d.proc.pid) - cpu0, out
 
