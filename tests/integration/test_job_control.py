@@ -384,8 +384,13 @@ class StuckFuse:
         import subprocess
         p = subprocess.Popen(["stat", os.path.join(self.mnt, "x")], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-        wait_for(lambda: open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "D",
-                 "the stat in uninterruptible sleep")
+        # asleep in the FUSE's wait, not in any D state: a loaded machine showed D while the stat
+        # was still being loaded from disk, and the job froze it before it reached the FUSE
+        # (CI run 107: the suspend answered SUSPENDED, not still freezing)
+        def in_fuse():
+            state = open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            return state == "D" and open(f"/proc/{p.pid}/wchan").read().startswith(("fuse_", "request_wait_answer"))
+        wait_for(in_fuse, "the stat asleep in the FUSE's wait")
         return p
 
     def close(self):
