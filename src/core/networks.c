@@ -732,12 +732,19 @@ int networks_check(const job_req *r, const caller *c, jerr *e)
     return 0;
 }
 
+/* n was made after a job submitted at submitted_ms was checked for its name: removed and made
+ * again since (maybe by someone else), another network (the built-in ones are never remade). */
+static bool remade_since(const network *n, int64_t submitted_ms)
+{
+    return !n->builtin && n->created_ms > submitted_ms;
+}
+
 int networks_check_again(const job_req *r, const caller *c, int64_t submitted_ms, jerr *e)
 {
     if (networks_check(r, c, e) < 0)
         return -1;
     const network *n = named(r) ? find(r->network) : NULL;
-    if (n && !n->builtin && n->created_ms > submitted_ms)
+    if (n && remade_since(n, submitted_ms))
         return jerr_http(e, 409, "network %s was removed and made again since the job was submitted: it is "
                                  "another", r->network);
     return 0;
@@ -784,7 +791,7 @@ int networks_place(job *j, spec_net **out, jerr *e)
     network *n = find(j->req.network);
     int64_t submitted_ms = j->array ? j->array->created_ms : j->created_ms;
     caller owner = authz_local(j->owner_uid, j->owner_gid);
-    if (!n || (!n->builtin && n->created_ms > submitted_ms && !j->net.network[0]) || !networks_visible(n, &owner))
+    if (!n || (remade_since(n, submitted_ms) && !j->net.network[0]) || !networks_visible(n, &owner))
         return jerr_set(e, ENOENT, "network %s is gone (removed since the job was submitted)", j->req.network);
     if (ensure_applied(e) < 0)
         return -1;
