@@ -606,6 +606,15 @@ int submit_check_again(const job *j, jerr *e)
     if (volumes_verify(&j->req, j->owner_uid, j->owner_gid, &re) < 0 ||
         networks_check_again(&j->req, &owner, j->created_ms, &re) < 0)
         return jerr_http(e, 409, "job %s cannot run again: %s; submit it again", j->id, re.msg);
+    /* what its owner may do now (the account and group it ran with, isolation.require_gvisor), as
+     * the queue asks before its start (queue.c): a refusal known now is the requeue's; one not
+     * known yet (503: being looked up) is left to the queue, which waits for it */
+    if (account_verify(&j->req, j->owner_uid, j->owner_gid, &re) < 0 ||
+        isolation_recheck(&j->req, j->owner_uid, j->owner_gid, &re) < 0) {
+        if (re.http != 503)
+            return jerr_http(e, 409, "job %s cannot run again: %s", j->id, re.msg);
+        re = (jerr){0};
+    }
     /* the limits of a submission: it is kept already (limits.max_jobs_per_user, its request's
      * bytes), and waits once more */
     const limits_config *L = &core.cfg.limits;

@@ -144,6 +144,42 @@ def test_held_job_does_not_run_with_a_group_its_owner_has_left(fresh_daemon, mem
     assert f"no longer a member of group {gid}" in (j["error"] or ""), j
 
 
+def test_an_ended_job_is_not_requeued_with_a_group_its_owner_has_left(fresh_daemon, member):
+    # rnx job requeue of an ended job (scontrol requeue) runs it again as its owner: a group the
+    # owner has left since is refused at the requeue, naming it, not accepted and failed at start
+    name, uid, group, gid = member
+    d = fresh_daemon(CACHE_1S)
+    os.chmod(d.dir, 0o755)
+    code, job = api_as(d, (uid, gid), "POST", "/v1/jobs", {"command": "id", "args": ["-g"]})
+    assert code == 201, job
+    jid = job["id"]
+    assert d.wait(jid)["status"] == "COMPLETED"
+    subprocess.run(["gpasswd", "-d", name, group], check=True, capture_output=True)
+    past_the_cache()
+    p = rnx_as(d, (uid, gid), "job", "requeue", jid)
+    assert p.returncode != 0, p.stdout
+    assert f"no longer a member of group {gid}" in p.stderr and "cannot run again" in p.stderr, p.stderr
+    j = d.job(jid)
+    assert j["status"] == "COMPLETED" and not [e for e in d.events(jid) if e[0] == "requeued"], j
+
+
+@needs_runsc
+def test_an_ended_native_job_is_not_requeued_once_require_gvisor_names_its_user(fresh_daemon):
+    d = fresh_daemon()
+    os.chmod(d.dir, 0o755)
+    code, job = api_as(d, NOBODY, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 201, job
+    jid = job["id"]
+    assert d.wait(jid)["status"] == "COMPLETED"
+    restart_with(d, "isolation:\n  require_gvisor: nobody\n")
+    # root first, just after the start (nobody's account not looked up yet: the requeue waits for
+    # it), then its owner
+    for p in (d.rnx("job", "requeue", jid), rnx_as(d, NOBODY, "job", "requeue", jid)):
+        assert p.returncode != 0, p.stdout
+        assert "require_gvisor" in p.stderr and "cannot run again" in p.stderr, p.stderr
+    assert d.job(jid)["status"] == "COMPLETED"
+
+
 def test_a_member_still_in_the_group_runs_with_it_and_a_uid_without_account_runs(fresh_daemon, member):
     # what the check at start must not refuse: the same job while the user is still a member, a
     # gid given by root that was never the account's group, and a uid with no account at all
