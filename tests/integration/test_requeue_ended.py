@@ -62,6 +62,11 @@ def test_completed_job_runs_again_with_its_id_history_and_log(d):
     assert detail.startswith("requeued by uid 0 after its end (run 1: COMPLETED (exit), exit code 0, ended "
                              f"{first['ended_at']}"), detail
     assert len(ended_events(d, jid)) == 2
+    # what the first run used is kept there (the job's usage is the new run's now)
+    u = first["usage"]
+    assert (f"CPU {u['cpu_ns'] / 1e9:.2f} s, memory peak {u['memory_peak_bytes'] / 1048576:.1f} MiB, "
+            f"read {u['io_read_bytes'] / 1048576:.1f} MiB") in detail and ", ran " in detail, (detail, u)
+    assert u["memory_peak_bytes"] > 0, u
     # rnx job status --detail still says how the earlier run ended
     text = d.rnx("job", "status", "--detail", jid, check=True).stdout
     assert "run 1: COMPLETED (exit), exit code 0" in text, text
