@@ -669,14 +669,10 @@ static void say_end(const job *j, char *d, size_t len)
     if (l < len)
         l += (size_t)snprintf(d + l, len - l, ", ended %s", at);
     /* what the run used, kept here: the job's usage is the next run's (sacct's per-run lines) */
-    if (j->started_ms && j->ended_ms >= j->started_ms && l < len)
-        l += (size_t)snprintf(d + l, len - l, ", ran %.1f s, CPU %.2f s, memory peak %.1f MiB, read %.1f MiB, "
-                                              "written %.1f MiB", (double)(j->ended_ms - j->started_ms) / 1000.0,
-                              (double)j->usage.cpu_ns / 1e9, (double)j->usage.memory_peak_bytes / 1048576.0,
-                              (double)j->usage.io_read_bytes / 1048576.0, (double)j->usage.io_write_bytes / 1048576.0);
-    if (j->gpus.n && j->started_ms && j->ended_ms > j->started_ms && l < len)
-        l += (size_t)snprintf(d + l, len - l, ", %.1f GPU-seconds", (double)(j->ended_ms - j->started_ms) / 1000.0 *
-                                                                       (double)j->gpus.n);
+    char used[300];
+    job_run_used(j, used, sizeof used);
+    if (*used && l < len)
+        l += (size_t)snprintf(d + l, len - l, ", %s", used);
     if (j->error && l < len)
         snprintf(d + l, len - l, ": %.300s", j->error);
 }

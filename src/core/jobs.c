@@ -742,8 +742,24 @@ void job_unstart(job *j)
     job_save(j);
 }
 
+void job_run_used(const job *j, char *d, size_t len)
+{
+    size_t l = 0;
+    *d = 0;
+    if (!j->started_ms || j->ended_ms < j->started_ms)
+        return;
+    double ran = (double)(j->ended_ms - j->started_ms) / 1000.0;
+    l += (size_t)snprintf(d, len, "ran %.1f s, CPU %.2f s, memory peak %.1f MiB, read %.1f MiB, written %.1f MiB",
+                          ran, (double)j->usage.cpu_ns / 1e9, (double)j->usage.memory_peak_bytes / 1048576.0,
+                          (double)j->usage.io_read_bytes / 1048576.0, (double)j->usage.io_write_bytes / 1048576.0);
+    if (j->gpus.n && l < len)
+        snprintf(d + l, len - l, ", %.1f GPU-seconds", ran * (double)j->gpus.n);
+}
+
 void job_requeue(job *j)
 {
+    char used[300];
+    job_run_used(j, used, sizeof used); /* (the run's records go next) */
     back_to_wait(j);
     /* a task of a held array waits held, as its array's other waiting tasks are (docs/batch.md:
      * "those waiting are held too"), whether requeued or preempted; released with its array */
@@ -765,7 +781,7 @@ void job_requeue(job *j)
     job_save(j);
     const char *how = array_held ? "held, as its array is held, until the array is released"
                       : j->state == JS_HELD ? "held until released" : "waiting in the queue again";
-    job_event(j, JE_REQUEUED, -1, "run %u ended; %s", j->preemptions, how);
+    job_event(j, JE_REQUEUED, -1, "run %u ended%s%s; %s", j->preemptions, *used ? ": " : "", used, how);
     log_info("job %s %s (run %u ended); %s", j->id, job_state_name(j->state), j->preemptions, how);
 }
 

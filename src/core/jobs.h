@@ -109,6 +109,11 @@ int job_save(job *j);
 void job_finish(job *j, enum job_state st, const char *reason);
 /* A preempted job's run is over: it gives back its room and waits in the queue again. */
 void job_requeue(job *j);
+/* What the job's run that ended used, for the history that outlives its fields (a requeue's
+ * event: the next run's usage replaces them; sacct --duplicates' per-run lines): "ran 6.0 s, CPU
+ * 5.91 s, memory peak 412.3 MiB, read 1.2 MiB, written 0.0 MiB, 12.0 GPU-seconds", each part
+ * that it has; "" for a run that never started. */
+void job_run_used(const job *j, char *d, size_t len);
 /* Whether j's uid, one of jobs.uid_range_start's (a job of root's), is held by another job not
  * ended, or by one being made: an ended job of root's put back in the queue would share it with
  * that job (its processes, its files). False for a user's own uid and for root's shared-GPU jobs'. */

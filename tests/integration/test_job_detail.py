@@ -156,9 +156,13 @@ def test_preemption_in_the_history(fresh_daemon):
     assert not [l for l in lines if l.startswith("Placement:")]  # it holds no GPU while it waits
     got = events(lines)
     assert got[:2] == ["submitted by uid 0", "granted GPUs 0, 1, 2, 3 on NUMA nodes 0, 1; score " + got[1].split("score ")[1]]
-    assert got[2:5] == [f"started pid {first['pid']}",
-                        f"preempted for job {high} (priority 10 over -5): SIGTERM, SIGKILL after 2s",
-                        "requeued run 1 ended; waiting in the queue again"], got
+    assert got[2:4] == [f"started pid {first['pid']}",
+                        f"preempted for job {high} (priority 10 over -5): SIGTERM, SIGKILL after 2s"], got
+    # what the run used, which its usage fields lose to the next run (4 GPUs for its run time)
+    ran = re.fullmatch(r"requeued run 1 ended: ran ([0-9.]+) s, CPU [0-9.]+ s, memory peak [0-9.]+ MiB, "
+                       r"read [0-9.]+ MiB, written [0-9.]+ MiB, ([0-9.]+) GPU-seconds; waiting in the queue again",
+                       got[4])
+    assert ran and float(ran[2]) == pytest.approx(4 * float(ran[1]), abs=0.2), got
     assert got[5].startswith("queued needs 4 GPUs; 0 free; "), got
     d.rnx("job", "stop", high, check=True)
     again = d.wait_status(low, "RUNNING")
