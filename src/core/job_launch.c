@@ -519,6 +519,7 @@ static void finalize(job *j)
     read_warned(j, dir);
     shim_status st;
     bool have = shim_status_read(dir, &st) == 0;
+    j->log_bytes = have ? st.log_bytes : -1; /* (saved with its end; statedisk.c) */
     if (have && !strcmp(st.end_reason, SHIM_NOT_RUN)) {
         /* the previous joblet committed this start and was killed before its word to the shim
          * (go_committed), which then ran nothing: the job waits again, or ends if it was being

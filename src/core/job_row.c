@@ -51,6 +51,7 @@ const db_job *job_row(const job *j, db_job *out)
         .after_met = j->after_met,
         .joined_ms = j->joined_ms,
         .ended_held = j->ended_held,
+        .log_bytes = j->log_bytes,
     };
     memcpy(out->array_id, j->array_id, sizeof out->array_id);
     memcpy(out->id, j->id, sizeof out->id);

@@ -247,6 +247,7 @@ job *job_new(db_job *r)
     j->after_met = r->after_met;
     j->joined_ms = r->joined_ms;
     j->ended_held = r->ended_held;
+    j->log_bytes = r->log_bytes;
     qclock_seen(j->created_ms);
     qclock_seen(j->joined_ms);
     memcpy(j->wf_id, r->wf_id, sizeof j->wf_id);
@@ -716,6 +717,7 @@ static void clear_run(job *j)
     j->signal_name = NULL;
     j->ended_ms = 0;
     j->started_ms = 0;
+    j->log_bytes = -1; /* (its next run writes more) */
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
     shim_record_clear(dir);

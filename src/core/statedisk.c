@@ -90,24 +90,20 @@ static void budget_unmap(log_budget *b)
         munmap(b, LOG_BUDGET_FILE_SIZE);
 }
 
-/* What the job's output files hold on disk (both formats). Each looked up in the job's
- * directory, opened once: at the start this runs for every job kept, and six whole paths each
- * were the start's largest cost with 100,000 jobs (bench/start_bigdb.py). */
+/* What the job's output files hold on disk (both formats): an ended job's as kept (its shim's end
+ * record said it, or a start looked once: job.h log_bytes), else looked at in its directory,
+ * opened once (at the start this runs for every job kept: six whole paths each were the start's
+ * largest cost with 100,000 jobs, bench/start_bigdb.py; the lookups themselves were next). */
 static uint64_t output_bytes(const job *j)
 {
-    static const char *const files[] = {"stdout.data", "stdout.idx", "stderr.data", "stderr.idx", "stdout.log",
-                                        "stderr.log"};
+    if (job_state_terminal(j->state) && j->log_bytes >= 0)
+        return (uint64_t)j->log_bytes;
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return 0;
-    uint64_t sum = 0;
-    for (size_t i = 0; i < ARRAY_LEN(files); i++) {
-        struct stat st;
-        if (fstatat(dfd, files[i], &st, 0) == 0)
-            sum += (uint64_t)st.st_size;
-    }
+    uint64_t sum = log_files_bytes(dfd);
     close(dfd);
     return sum;
 }
@@ -133,8 +129,15 @@ void statedisk_budgets_init(void)
     }
     /* every job's output, summed per owner (sorted, then merged) */
     owner_sum *sums = xcalloc(core.njobs ? core.njobs : 1, sizeof *sums);
-    for (size_t i = 0; i < core.njobs; i++)
-        sums[i] = (owner_sum){core.jobs[i]->owner_uid, output_bytes(core.jobs[i])};
+    for (size_t i = 0; i < core.njobs; i++) {
+        job *j = core.jobs[i];
+        sums[i] = (owner_sum){j->owner_uid, output_bytes(j)};
+        /* an ended job's looked at once (rows from before schema 26, ends whose shim said none) */
+        if (job_state_terminal(j->state) && j->log_bytes < 0) {
+            j->log_bytes = (int64_t)sums[i].bytes;
+            job_save(j);
+        }
+    }
     qsort(sums, core.njobs, sizeof *sums, cmp_owner);
     size_t n = 0;
     for (size_t i = 0; i < core.njobs; i++) {

@@ -803,7 +803,8 @@ job *submit_create(job_req *req, uid_t caller_uid, gid_t caller_gid, const submi
         return NULL;
     int64_t sched_ms = si->sched_ms;
     uint64_t total = si->total;
-    db_job row = {.seq = core.next_seq, .owner_uid = caller_uid, .owner_gid = caller_gid, .stopped_by = -1};
+    db_job row = {.seq = core.next_seq, .owner_uid = caller_uid, .owner_gid = caller_gid, .stopped_by = -1,
+                  .log_bytes = -1};
     uuid_v4(row.id);
     /* the job takes the request over */
     row.req = *req;

@@ -64,6 +64,19 @@ void logw_init(logw *w, int dirfd, const char *stream, uint64_t cap)
     resume_files(w);
 }
 
+uint64_t log_files_bytes(int dirfd)
+{
+    static const char *const files[] = {"stdout.data", "stdout.idx", "stderr.data", "stderr.idx", "stdout.log",
+                                        "stderr.log"};
+    uint64_t sum = 0;
+    for (size_t i = 0; i < ARRAY_LEN(files); i++) {
+        struct stat st;
+        if (fstatat(dirfd, files[i], &st, 0) == 0)
+            sum += (uint64_t)st.st_size;
+    }
+    return sum;
+}
+
 void logw_limits(logw *w, log_budget *budget, uint64_t floor)
 {
     w->budget = budget;

@@ -80,6 +80,12 @@ int logw_feed(logw *w, const char *data, size_t n, int64_t ts_ns, uint64_t seq);
  * at before the first piece and then every LOG_FLOOR_CHECK_BYTES. */
 void logw_limits(logw *w, log_budget *budget, uint64_t floor);
 
+/* What a job's output files in directory dirfd hold on disk, in bytes: both streams' .data and
+ * .idx, and the old format's .log files (a job kept from before them): what its owner's log
+ * budget counts for it. Each name looked up in the directory (fstatat), none walked whole: the
+ * shim says it in its end record, and a start sums it for every job kept (core/statedisk.c). */
+uint64_t log_files_bytes(int dirfd);
+
 /* The note a reader shows where a stream was capped (cap: the stream's jobs.max_log_bytes). */
 int log_cap_note(char *out, size_t outlen, const char *stream, uint64_t cap);
 /* The note for an entry's flags (LOG_IDX_*): the stream's cap (cap), its owner's budget

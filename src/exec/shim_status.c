@@ -108,6 +108,8 @@ int shim_status_read(const char *dir, shim_status *st)
     st->started_at_ms = json_integer_value(json_object_get(o, "started_at_ms"));
     st->ended_at_ms = json_integer_value(json_object_get(o, "ended_at_ms"));
     copy(st->end_reason, sizeof st->end_reason, o, "end_reason");
+    json_t *lb = json_object_get(o, "log_bytes");
+    st->log_bytes = json_is_integer(lb) && json_integer_value(lb) >= 0 ? json_integer_value(lb) : -1;
     json_decref(o);
     return 0;
 }

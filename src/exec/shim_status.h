@@ -27,6 +27,8 @@ typedef struct shim_status {
     uint64_t cpu_ns, memory_peak_bytes, io_read_bytes, io_write_bytes;
     int64_t started_at_ms, ended_at_ms;
     char end_reason[32];          /* "" when the shim wrote none */
+    int64_t log_bytes;            /* the job's output files' size then (logwriter.h
+                                   * log_files_bytes); -1 when the record says none */
 } shim_status;
 
 /* Records the start line (name SHIM_STARTED) or the end (SHIM_STATUS) of the job whose

@@ -163,6 +163,10 @@ static const char *const migrations[] = {
      * requeue of it is an admin's to allow, as the release it was not let do (core/job.h:
      * ended_held). Rows from before: not known (0) */
     "ALTER TABLE jobs ADD COLUMN ended_held INTEGER NOT NULL DEFAULT 0;",
+    /* 26: an ended job's output files' size on disk, in bytes (core/statedisk.h: what its owner's
+     * log budget counts for it), so that a start sums the budgets without looking at every ended
+     * job's files. NULL: not known (rows from before, a job that has not ended): looked at */
+    "ALTER TABLE jobs ADD COLUMN log_bytes INTEGER;",
 };
 
 /* Keeps the number (seq) of the job or array about to be deleted as the high water mark, in the
@@ -276,7 +280,7 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " started_ms, ended_ms, exit_code, signal, signal_name, end_reason, stopped_by, error,"
                           " usage, shim_pid, shim_start, init_pid, gpus, preemptions, preempting, workflow_id, workflow_index,"
                           " gpu_fault, sandbox_uid, slurm, net, array_id, array_task, requeue, suspended_ms,"
-                          " suspended_since_ms, after_met, joined_ms, ended_held";
+                          " suspended_since_ms, after_met, joined_ms, ended_held, log_bytes";
 
 static int reseal(db *d, jerr *e);
 static int open_key(db *d, const char *path, const char *keypath, jerr *e);
@@ -369,14 +373,14 @@ db *db_open(const char *path, jerr *e)
     if (open_key(d, path, keypath, e) < 0 || reseal(d, e) < 0)
         goto fail;
     char sql[1024];
-    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
+    snprintf(sql, sizeof sql, "INSERT INTO jobs (%s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", COLS);
     const char *upd = "UPDATE jobs SET name=?3, state=?4, owner_uid=?5, owner_gid=?6, uid=?7, gid=?8, request=?9,"
                       " created_ms=?10, scheduled_ms=?11, started_ms=?12, ended_ms=?13, exit_code=?14, signal=?15,"
                       " signal_name=?16, end_reason=?17, stopped_by=?18, error=?19, usage=?20, shim_pid=?21,"
                       " shim_start=?22, init_pid=?23, gpus=?24, preemptions=?25, preempting=?26,"
                       " workflow_id=?27, workflow_index=?28, gpu_fault=?29, sandbox_uid=?30, slurm=?31, net=?32,"
                       " array_id=?33, array_task=?34, requeue=?35, suspended_ms=?36, suspended_since_ms=?37,"
-                      " after_met=?38, joined_ms=?39, ended_held=?40 WHERE id=?1 AND seq=?2";
+                      " after_met=?38, joined_ms=?39, ended_held=?40, log_bytes=?41 WHERE id=?1 AND seq=?2";
     if (sqlite3_prepare_v3(d->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &d->ins, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, upd, -1, SQLITE_PREPARE_PERSISTENT, &d->upd, NULL) != SQLITE_OK ||
         sqlite3_prepare_v3(d->h, "DELETE FROM jobs WHERE id=?", -1, SQLITE_PREPARE_PERSISTENT, &d->del, NULL) !=
@@ -693,6 +697,7 @@ static int write_job(db *d, sqlite3_stmt *st, const db_job *j, jerr *e)
     sqlite3_bind_int(st, 38, j->after_met);
     sqlite3_bind_int64(st, 39, j->joined_ms);
     sqlite3_bind_int(st, 40, j->ended_held);
+    bind_opt_i64(st, 41, j->log_bytes, j->log_bytes >= 0);
     int rc = sqlite3_step(st);
     free(net);
     free(slurm);
@@ -1072,6 +1077,7 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
         j->after_met = sqlite3_column_int(st, 37) != 0;
         j->joined_ms = sqlite3_column_int64(st, 38);
         j->ended_held = sqlite3_column_int(st, 39) != 0;
+        j->log_bytes = sqlite3_column_type(st, 40) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 40);
         fn(j, arg);
         db_job_free(j);
     }

@@ -65,6 +65,7 @@ typedef struct db_job {
     bool after_met;          /* its `after` held once (schema 19; core/job.h) */
     int64_t joined_ms;       /* when it last joined the queue (schema 22; core/job.h) */
     bool ended_held;         /* canceled under an admin's hold (schema 25; core/job.h) */
+    int64_t log_bytes;       /* an ended job's output files' size (schema 26; core/job.h); -1 not known */
 } db_job;
 /* Frees what a loaded row still owns (what fn of db_load_jobs did not take), and empties it. */
 void db_job_free(db_job *r);

@@ -5,6 +5,7 @@ The state directory of each daemon here is a small ext4 filesystem of its own on
 disk is never filled. Users are plain uids (setpriv), as in test_hostile_user.py."""
 import errno
 import os
+import sqlite3
 import subprocess
 import time
 
@@ -354,6 +355,62 @@ def test_one_users_output_is_bounded_across_all_of_their_jobs(fresh_daemon):
     status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", two_mb]})
     assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED"
     assert len(d.output(job["id"])) == 2020202  # fold adds a newline per 99 bytes
+
+
+def _log_bytes(d, jid):
+    c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
+    try:
+        return c.execute("SELECT log_bytes FROM jobs WHERE id = ?", (jid,)).fetchone()[0]
+    finally:
+        c.close()
+
+
+def _set_log_bytes(d, jid, value):
+    c = sqlite3.connect(os.path.join(d.state, "joblet.db"), isolation_level=None)
+    try:
+        c.execute("UPDATE jobs SET log_bytes = ? WHERE id = ?", (value, jid))
+    finally:
+        c.close()
+
+
+def test_an_ended_jobs_output_size_is_kept_with_its_end_and_a_start_counts_from_it(fresh_daemon):
+    """A start sums every user's output for jobs.max_log_bytes_per_user. An ended job's size is
+    kept with its end (its shim's end record, the row's log_bytes), so that a start with 100,000
+    jobs kept does not look at each one's files; a row without it (from before schema 26) is
+    looked at once and kept. The start counts from the row: a row saying more than the files
+    hold fills the budget; a requeue's next run adds to it."""
+    d = fresh_daemon("jobs:\n  max_log_bytes_per_user: 3MB\n")
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", WRITE.format(n=1000000)]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED", job
+    a = job["id"]
+    assert _log_bytes(d, a) == output_on_disk(d, [a]) > 1000000
+    # requeued: its next run appends; the end keeps both runs' together
+    assert d.api("POST", f"/v1/jobs/{a}/requeue")[0] == 200
+    assert d.wait(a)["status"] == "COMPLETED"
+    assert _log_bytes(d, a) == output_on_disk(d, [a]) > 2000000
+    # the start takes the row's figure, not the files': 3 MB said, 2 MB on disk, the budget full
+    d.stop()
+    _set_log_bytes(d, a, 3 << 20)
+    d.start()
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", WRITE.format(n=100000)]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED", job
+    capped = job["id"]
+    assert "jobs.max_log_bytes_per_user" in d.output(capped) and "xxxx" not in d.output(capped)
+    # a row from before (no figure): its files are looked at, and the figure kept from then on
+    d.stop()
+    _set_log_bytes(d, a, None)
+    d.start()
+    assert _log_bytes(d, a) == output_on_disk(d, [a]) > 2000000
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", WRITE.format(n=100000)]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED", job
+    out = d.output(job["id"])
+    assert "xxxx" in out and "jobs.max_log_bytes_per_user" not in out, out[-300:]
+    # deleting them gives back what was counted
+    for jid in (a, capped, job["id"]):
+        assert api_as(d, ALICE, "DELETE", f"/v1/jobs/{jid}")[0] == 200
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", WRITE.format(n=2900000)]})
+    assert status == 201 and d.wait(job["id"])["status"] == "COMPLETED", job
+    assert "jobs.max_log_bytes_per_user" not in d.output(job["id"])[-300:]
 
 
 # ---- finding 3 (d): a /work the kernel made read-only is repaired ------------------------------
