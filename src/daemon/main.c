@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -258,16 +257,23 @@ static int setup(jerr *e)
     snprintf(core.jobs_dir, sizeof core.jobs_dir, "%s/jobs", core.cfg.state_dir);
     if (mkdir_p(core.cfg.state_dir, 0700, e) < 0 || chmod(core.cfg.state_dir, 0700) < 0 || mkdir_p(core.jobs_dir, 0700, e) < 0)
         return -1;
-    /* One joblet per state directory, held until it exits (the lock goes with the process). */
+    /* One joblet per state directory, held until it exits (the lock goes with the process).
+     * A POSIX record lock, not flock: flock's lock belongs to the open file, which every child
+     * forked shares until its exec closes it (O_CLOEXEC), so a joblet killed while a helper it
+     * forked (runsc's probe, nvidia-smi, mke2fs...) had not exec'd yet left the lock held, and
+     * the next joblet, started at once, was refused as "another joblet". A record lock is the
+     * process's own: no child holds it. (Nothing else here opens this file: closing any
+     * descriptor of it would let the lock go.) */
     char lock[700];
     snprintf(lock, sizeof lock, "%s/joblet.lock", core.cfg.state_dir);
     int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd < 0)
         return jerr_sys(e, "open %s", lock);
-    if (flock(lfd, LOCK_EX | LOCK_NB) < 0)
-        return errno == EWOULDBLOCK ? jerr_set(e, EBUSY, "another joblet is using the state directory %s",
-                                               core.cfg.state_dir)
-                                    : jerr_sys(e, "lock %s", lock);
+    struct flock whole = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (fcntl(lfd, F_SETLK, &whole) < 0)
+        return errno == EAGAIN || errno == EACCES
+                   ? jerr_set(e, EBUSY, "another joblet is using the state directory %s", core.cfg.state_dir)
+                   : jerr_sys(e, "lock %s", lock);
     if (!core.cfg.shim_path[0]) {
         if (find_shim(core.shim_path, sizeof core.shim_path, e) < 0)
             return -1;
