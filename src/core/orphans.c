@@ -37,18 +37,11 @@ bool orphans_named_by_id(const char *name, char id[37])
     return true;
 }
 
-static int cmp_id(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-/* The IDs the database holds, sorted: each name found is looked up in O(log n). The jobs', and
- * the arrays': an array with uploads keeps its files in <state>/jobs/<array id> (and a /work copy
- * of them), which its tasks copy from as they start (submit.c) for as long as it lives. */
-static const char **ids;
-static size_t nids;
-
-static bool known(const char *id)
-{
-    return bsearch(&id, ids, nids, sizeof *ids, cmp_id) != NULL;
-}
+/* Whether the database holds the ID: a job's, or an array's (an array with uploads keeps its files
+ * in <state>/jobs/<array id> (and a /work copy of them), which its tasks copy from as they start,
+ * submit.c, for as long as it lives). Looked up in their tables by id (hashed): sorting 162,000
+ * ids and a binary search of each entry found was a third of the sweep's time. */
+static bool known(const char *id) { return jobs_by_id(id) || arrays_by_id(id); }
 
 /* A name that is exactly an unknown job's ID (a /work directory). */
 static bool orphan_work(const char *name)
@@ -307,15 +300,6 @@ static size_t sweep_cgroups(void)
 void orphans_sweep(void)
 {
     int64_t t0 = mono_ns();
-    size_t narr;
-    jarray **arrs = arrays_all(&narr);
-    nids = core.njobs + narr;
-    ids = xcalloc(nids ? nids : 1, sizeof *ids);
-    for (size_t i = 0; i < core.njobs; i++)
-        ids[i] = core.jobs[i]->id;
-    for (size_t i = 0; i < narr; i++)
-        ids[core.njobs + i] = arrs[i]->id;
-    qsort(ids, nids, sizeof *ids, cmp_id);
     char bundles[700];
     snprintf(bundles, sizeof bundles, "%s/runsc/bundles", core.cfg.state_dir);
     sweep_unrecorded_runs(); /* (known jobs: each says so in the log) */
@@ -323,8 +307,6 @@ void orphans_sweep(void)
     size_t works = workfs_sweep(orphan_work);
     size_t bun = sweep_dir(bundles, "gVisor bundle");
     size_t cgs = sweep_cgroups();
-    free(ids);
-    ids = NULL;
     if (dirs + works + bun + cgs)
         log_info("removed what %zu job directories, %zu /work directories, %zu gVisor bundles and %zu cgroups of jobs "
                  "the database does not hold left (a joblet killed while it created them), in %.1f ms",
