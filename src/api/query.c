@@ -22,3 +22,27 @@ bool query_true(request *r, const char *key)
         return query_has(r, key);
     return !strcmp(v, "1") || !strcmp(v, "true") || !*v;
 }
+
+typedef struct unknown_seek {
+    const char *const *known;
+    const char *found;
+} unknown_seek;
+
+static enum MHD_Result unknown_key(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    unknown_seek *s = cls;
+    for (const char *const *k = s->known; *k; k++)
+        if (!strcmp(*k, key))
+            return MHD_YES;
+    s->found = key;
+    return MHD_NO;
+}
+
+const char *query_unknown(request *r, const char *const *known)
+{
+    unknown_seek s = {known, NULL};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, unknown_key, &s);
+    return s.found;
+}

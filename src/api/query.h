@@ -12,5 +12,8 @@ const char *query_get(request *r, const char *key);
 bool query_has(request *r, const char *key);
 /* key is given as a switch: "1", "true" or no value ("?follow"). */
 bool query_true(request *r, const char *key);
+/* The first key of the query that is not one of known (NULL-terminated), or NULL when every
+ * key is: a route that reads a fixed set refuses a key it would silently not read. */
+const char *query_unknown(request *r, const char *const *known);
 
 #endif

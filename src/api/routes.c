@@ -725,6 +725,73 @@ static enum idref_want one_job_wants(request *r, const char *action)
     return IDREF_ANY;
 }
 
+/* POST /v1/jobs/ID/stop, cancel, kill, hold, release, suspend, resume, requeue read their
+ * options from the query alone: a body with fields ({"signal": "USR1"} to kill) or a query key
+ * the action does not read (?sig=USR1) would be dropped and the action done as if unasked
+ * (SIGKILL for the USR1 asked): refused, naming what each takes. 0, or -1 with e set. An empty
+ * body, or {}, is no option. */
+static int action_options_known(request *r, const char *action, jerr *e)
+{
+    static const char *const pick[] = {"status", "name", "user", NULL};
+    static const char *const kill[] = {"status", "name", "user", "signal", "all", NULL};
+    static const char *const requeue[] = {"hold", NULL};
+    static const char *const none[] = {NULL};
+    static const struct {
+        const char *action;
+        const char *const *keys;
+        const char *says;
+    } actions[] = {
+        {"stop", pick, "?status=STATE, ?name=NAME, ?user=UID"},
+        {"cancel", pick, "?status=STATE, ?name=NAME, ?user=UID"},
+        {"kill", kill, "?signal=SIG, ?all=1, ?status=STATE, ?name=NAME, ?user=UID"},
+        {"hold", none, NULL},
+        {"release", none, NULL},
+        {"suspend", none, NULL},
+        {"resume", none, NULL},
+        {"requeue", requeue, "?hold=1"},
+    };
+    if (strcmp(r->method, "POST"))
+        return 0;
+    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
+        if (strcmp(action, actions[i].action))
+            continue;
+        const char *takes = actions[i].says;
+        const char *k = query_unknown(r, actions[i].keys);
+        if (k && !takes)
+            return jerr_field(e, k, "%.64s: POST /v1/jobs/ID/%s takes no options (no query, no body)", k, action);
+        if (k)
+            return jerr_field(e, k, "%.64s: POST /v1/jobs/ID/%s has no query option '%.64s'; it takes %s", k, action,
+                              k, takes);
+        if (r->body_len == 0 && !r->body_too_large && !r->body_busy)
+            return 0;
+        json_t *body = body_json(r, BODY_SMALL, e);
+        if (!body)
+            return -1;
+        const char *first = json_is_object(body) ? json_object_iter_key(json_object_iter(body)) : NULL;
+        bool empty = json_is_object(body) && !first;
+        char key[72];
+        snprintf(key, sizeof key, "%.64s", first ? first : "");
+        json_decref(body);
+        if (empty)
+            return 0;
+        bool an_option = false;
+        for (const char *const *o = actions[i].keys; *o; o++)
+            an_option |= !strcmp(*o, key);
+        if (an_option)
+            return jerr_field(e, key, "%s: POST /v1/jobs/ID/%s reads no request body; its options go in the query "
+                                      "(%s): ?%s=...", key, action, takes, key);
+        if (!takes)
+            return jerr_field(e, *key ? key : NULL, "%s%sPOST /v1/jobs/ID/%s takes no options (no query, no body: "
+                                                   "send none, or {})", key, *key ? ": " : "", action);
+        if (*key)
+            return jerr_field(e, key, "%s: POST /v1/jobs/ID/%s reads no request body, and has no option '%s'; its "
+                                      "options go in the query: %s", key, action, key, takes);
+        return jerr_field(e, NULL, "POST /v1/jobs/ID/%s reads no request body (send none, or {}); its options go in "
+                                   "the query: %s", action, takes);
+    }
+    return 0;
+}
+
 static enum MHD_Result one_job(request *r, const char *rest)
 {
     char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
@@ -737,6 +804,8 @@ static enum MHD_Result one_job(request *r, const char *rest)
         return http_reply_error(r->conn, &e);
     }
     snprintf(id, sizeof id, "%.*s", (int)idlen, rest);
+    if (action_options_known(r, action, &e) < 0)
+        return http_reply_error(r->conn, &e);
     if (r->resumed && r->park->named[0]) /* back from a wait on this job: the same one (park.h) */
         snprintf(id, sizeof id, "%s", r->park->named);
     jobref *named = xmalloc(sizeof *named);

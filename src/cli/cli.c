@@ -173,12 +173,50 @@ static const struct {
     {"-w", "--workdir", "did you mean '--workdir'?"},
 };
 
+/* Flags whose every occurrence adds one more item (-e A=1 -e B=2); any other flag takes one
+ * value, and a second, different one is refused rather than the first silently dropped
+ * (sbatch and docker keep the last: --max-memory=100 ... --max-memory=200 in a long line is
+ * more likely a slip than a wish). */
+static const char *const repeatable_flags[] = {"env", "secret-env", "upload", "volume", "device", "after",
+                                               "dependency"};
+
+/* The values the current command line gave each flag so far (reset when a parse starts). */
+static struct {
+    int c;
+    const char *value;
+} given[128];
+static size_t ngiven;
+
+/* 0, or the usage error when the flag c (with value arg) was already given another value. */
+static int given_once(int c, const char *arg, const char *flag, const struct option *longopts, const char *cmd)
+{
+    const char *name = NULL;
+    for (const struct option *o = longopts; o->name; o++)
+        if (o->val == c && !o->flag)
+            name = o->name;
+    for (size_t i = 0; name && i < sizeof repeatable_flags / sizeof repeatable_flags[0]; i++)
+        if (!strcmp(name, repeatable_flags[i]))
+            return 0;
+    for (size_t i = 0; i < ngiven; i++)
+        if (given[i].c == c) {
+            if (!strcmp(given[i].value, arg))
+                return 0;
+            return rnx_usage("flag '%s' given twice ('%s', then '%s'); it takes one value: give it once; see "
+                             "'%s --help'", flag, given[i].value, arg, cmd);
+        }
+    if (ngiven < sizeof given / sizeof given[0])
+        given[ngiven].c = c, given[ngiven++].value = arg;
+    return 0;
+}
+
 int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *cmd)
 {
     char opts[64];
     bool ordered = shortopts[0] == '+';
     if (ordered)
         shortopts++;
+    if (optind == 0)
+        ngiven = 0;   /* a new command line */
     if (optind == 0 && !ordered)
         permute(argc, argv, shortopts, longopts);
     /* '+' stops at the first operand (after permute() there is none before the last flag;
@@ -242,6 +280,8 @@ int rnx_getopt(int argc, char **argv, const char *shortopts, const struct option
         long_exact(longopts, optarg))
         return rnx_usage("flag '%s' needs a value (got the flag '%s'); see '%s --help'", flag, optarg, cmd),
                RNX_OPT_ERR;
+    if (optarg && given_once(c, optarg, flag, longopts, cmd) != 0)
+        return RNX_OPT_ERR;
     return c;
 }
 

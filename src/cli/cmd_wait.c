@@ -299,6 +299,10 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
     }
     if (optind >= argc)
         return rnx_usage("job wait: missing ID; usage: rnx job wait [--timeout=DURATION] [-q] ID...");
+    /* "" would be asked for as GET /v1/jobs/ (not a job: the list's route, refused as no route) */
+    for (int i = optind; i < argc; i++)
+        if (!argv[i][0])
+            return rnx_usage("job wait: an ID is empty; usage: rnx job wait [--timeout=DURATION] [-q] ID...");
     wait_state w = {.ctx = ctx, .quiet = quiet};
     size_t nargs = (size_t)(argc - optind), cap = nargs;
     w.jobs = xcalloc(cap, sizeof *w.jobs);

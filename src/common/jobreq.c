@@ -345,9 +345,27 @@ static int refuse_json(jerr *e, const jobreq_field *f, json_t *v)
         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
     else if (json_is_string(v))
         return refuse(e, f, json_string_value(v));
-    else
-        snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : json_is_false(v) ? "false" : json_is_real(v) ? "a fraction"
+    else if (json_is_real(v)) {
+        /* the number itself, with its point ('1.5', '100.0' for 1e2): "'a fraction'" named
+         * neither what was sent nor, for 1e2, what it is */
+        snprintf(buf, sizeof buf, "%.15g", json_real_value(v));
+        if (!strpbrk(buf, ".eni"))
+            strcat(buf, ".0");
+    } else
+        snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : json_is_false(v) ? "false"
                                         : json_is_array(v) ? "a list" : json_is_object(v) ? "an object" : "null");
+    /* a text's field sent a number whose text it takes ({"array": 5}, {"gpu_cc": 8.0}, as "5" and
+     * "8.0" are): the type is what is wrong, not the value, and "'5' is not a task list" would
+     * say otherwise */
+    if (f->kind == JK_TEXT && json_is_number(v)) {
+        job_req scratch = {0};
+        jerr te = {0};
+        bool taken = jobreq_set_text(&scratch, f, buf, 0, &te) == 0;
+        jobreq_free(&scratch);
+        if (taken)
+            return jerr_field(e, f->key, "%s: a number (%s), not a string; give it as a string: \"%s\"", f->key,
+                              buf, buf);
+    }
     return refuse(e, f, buf);
 }
 

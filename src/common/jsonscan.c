@@ -442,6 +442,11 @@ json_t *jsonscan_load(const char *text, size_t len, const jsonscan_limits *lim, 
                                       "-9223372036854775808 to 9223372036854775807 (and reals within a double's range)",
                    r.number_where[0] ? r.number_where : "the request body", shown, text + r.number_at,
                    r.number_len > 40 ? "\xe2\x80\xa6" : "");
+    } else if (!j && strstr(je.text, "JSON_ALLOW_NUL")) {
+        /* jansson's words name its own flag; a client can act on what the text holds */
+        jerr_field(e, NULL, "the request body holds \\u0000 (a NUL character) in a string at byte %d; joblet's "
+                            "strings (commands, names, paths, variables) cannot hold one: leave it out",
+                   je.position);
     } else if (!j) {
         jerr_field(e, NULL, "the request body is not valid JSON: %s", je.text);
     }

@@ -254,7 +254,10 @@ static void test_syntax(void **state)
         jerr e = {0};
         assert_null(jsonscan_load(loose[i], strlen(loose[i]), &wide, &e));
         assert_int_equal(e.http, 400);
-        assert_non_null(strstr(e.msg, "the request body is not valid JSON: "));
+        /* (a NUL in a string is JSON; jansson's words named its flag: joblet's say what to do) */
+        assert_non_null(strstr(e.msg, strstr(loose[i], "\\u0000") ? "holds \\u0000 (a NUL character) in a string"
+                                                                   : "the request body is not valid JSON: "));
+        assert_null(strstr(e.msg, "JSON_ALLOW_NUL"));
     }
     jerr e = {0};
     const char *t = "{\"a\":1,\"a\":2}";
