@@ -103,6 +103,10 @@ int cmd_job_exec(rnx_ctx *ctx, int argc, char **argv)
         goto out;
     }
     const char *id = argv[optind];
+    if (!*id) {
+        rc = rnx_usage("job exec: the ID is empty; usage: rnx job exec [flags] ID COMMAND [ARGS...]");
+        goto out;
+    }
     if (jobreq_set_command(&req, argv[cmd_at], &e) < 0) {
         rc = rnx_usage("%s", e.msg);
         goto out;

@@ -602,6 +602,9 @@ int cmd_gpu(rnx_ctx *ctx, int argc, char **argv)
             return rnx_usage("gpu %s: takes no arguments, got '%s'", name, argv[optind + 1]);
         return name[0] == 'l' ? gpu_list(ctx) : gpu_topo(ctx);
     }
+    /* "" would be sent as GET /v1/gpus/, answered "no route" */
+    if (nargs == 1 && !argv[optind + 1][0] && (admin || strcmp(name, "show") == 0))
+        return rnx_usage("gpu %s: the GPU is empty; give an index or a UUID (rnx gpu list)", name);
     if (strcmp(name, "show") == 0) {
         if (nargs != 1)
             return rnx_usage("gpu show: expected one GPU (an index or a UUID); usage: rnx gpu show [--json] GPU");

@@ -165,6 +165,12 @@ int cmd_network(rnx_ctx *ctx, int argc, char **argv)
     const char *name = operands[0];
     int nargs = (int)nops - 1;
     const char *const *args = operands + 1;
+    /* "" would be sent as DELETE /v1/networks/, answered "no route" */
+    for (int i = 0; i < nargs; i++)
+        if (!*args[i])
+            return rnx_usage("network %s: NAME is empty; %s", name,
+                             !strcmp(name, "create") ? "name the new network, e.g. rnx network create n1 --cidr=CIDR"
+                                                     : "give a network's name (rnx network list)");
     bool create = !strcmp(name, "create");
     if (!create && cidr)
         return rnx_usage("network %s: --cidr is for 'rnx network create'", name);

@@ -89,6 +89,10 @@ static int operands(int argc, char **argv, int n, const char *usage)
 {
     if (argc - optind != n)
         return rnx_usage("%s; usage: %s", argc - optind < n ? "missing operand" : "too many operands", usage);
+    /* "" would be sent as GET /v1/runtimes/, answered "no route" */
+    for (int i = optind; i < argc; i++)
+        if (!*argv[i])
+            return rnx_usage("operand %d is empty; usage: %s", i - optind + 1, usage);
     return 0;
 }
 

@@ -234,6 +234,12 @@ int cmd_volume(rnx_ctx *ctx, int argc, char **argv)
     const char *name = operands[0];
     int nargs = (int)nops - 1;
     const char *const *args = operands + 1;
+    /* "" would be sent as DELETE /v1/volumes/, answered "no route" */
+    for (int i = 0; i < nargs; i++)
+        if (!*args[i])
+            return rnx_usage("volume %s: NAME is empty; %s", name,
+                             !strcmp(name, "create") ? "name the new volume, e.g. rnx volume create data --size=1GB"
+                                                     : "give a volume's name (rnx volume list)");
     bool create = !strcmp(name, "create");
     if (!create && (size || type))
         return rnx_usage("volume %s: --size and --type are for 'rnx volume create'", name);

@@ -598,12 +598,31 @@ static int check_int(job_req *r, const jobreq_field *f, int64_t v, const char *s
 }
 
 /* "compute,utility" or "all": checked and without repeats. */
+/* A comma list with an empty item ("0,,1", ",0", "0,"): strtok_r would drop it, and with it
+ * whatever was meant there; refused as --cpu-cores and --array refuse one. */
+static bool empty_item(const char *s)
+{
+    size_t l = strlen(s);
+    return l && (s[0] == ',' || s[l - 1] == ',' || strstr(s, ",,"));
+}
+
+static int refuse_empty_item(jerr *e, const jobreq_field *f, const char *s, const char *give)
+{
+    char v[80];
+    quote_shown(s, v);
+    return jerr_field(e, f->key, "%s: '%s' has an empty item (between two commas, or at an end); give %s", f->key, v,
+                      give);
+}
+
 static int norm_caps(const jobreq_field *f, const char *s, char *out, size_t len, jerr *e)
 {
     char buf[256];
     out[0] = 0;
     if (strlen(s) >= sizeof buf)
         return refuse(e, f, s);
+    if (empty_item(s) && strcmp(s, ","))
+        return refuse_empty_item(e, f, s, "capabilities separated by single commas: compute,utility (compute, "
+                                          "utility, video, graphics, display, compat32 or all)");
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
         size_t k = 0;
@@ -1106,6 +1125,8 @@ int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t 
             return 0;
         }
         /* comma-separated: --gpu-ids=0,1 */
+        if (empty_item(text) && strcmp(text, ","))
+            return refuse_empty_item(e, f, text, "GPU indexes or UUIDs separated by single commas: 0,1 (rnx gpu list)");
         char **items = NULL;
         size_t n = 0;
         char *buf = xstrdup(text);

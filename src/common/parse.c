@@ -215,7 +215,7 @@ int parse_signal_warning(const char *field, const char *s, int *sig, uint32_t *s
     name[n] = 0;
     uint64_t t = PARSE_SIGNAL_WARN_DEFAULT_S;
     if (at && parse_u64(at + 1, &t) < 0)
-        return jerr_field(e, field, "%s: \"%.40s\": \"%.16s\" is not a number of seconds; %s", field, s, at + 1,
+        return jerr_field(e, field, "%s: \"%.40s\": \"%.40s\" is not a number of seconds; %s", field, s, at + 1,
                           accepts);
     if (at && (t < 1 || t > PARSE_SIGNAL_WARN_MAX_S))
         return jerr_field(e, field, "%s: \"%.40s\": %llu seconds is out of range; %s", field, s,

@@ -3,6 +3,8 @@ accepted, exits non-zero, and nothing asked for is silently dropped (a flag's fi
 kill's signal sent where the route does not read it)."""
 import json
 
+import pytest
+
 from conftest import UnixHTTPConnection
 
 
@@ -54,6 +56,32 @@ def test_repeatable_flags_and_a_value_said_twice_still_work(daemon):
     assert daemon.output(jid) == "12\n"
 
 
+# ---- a comma list's empty item --------------------------------------------------------------
+
+@pytest.mark.parametrize("flags, words", [
+    # strtok_r dropped the empty item: 0,,1 ran as 0,1 (--cpu-cores=0,,1 and --array=1,,2 were refused)
+    (["--gpu-ids=0,,1", "--gpu-optional"], ["--gpu-ids", "'0,,1' has an empty item", "0,1"]),
+    (["--gpu-ids=0,", "--gpu-optional"], ["--gpu-ids", "'0,' has an empty item"]),
+    (["--gpu=1", "--gpu-optional", "--gpu-caps=compute,,utility"],
+     ["--gpu-caps", "'compute,,utility' has an empty item", "compute,utility"]),
+])
+def test_an_empty_item_in_a_comma_list_is_refused_not_dropped(daemon, flags, words):
+    refused(daemon, ["job", "run", *flags, "true"], words)
+
+
+def test_api_gpu_caps_with_an_empty_item_is_refused(daemon):
+    code, e = daemon.api("POST", "/v1/jobs", {"command": "true", "gpu_count": 1, "gpu_optional": True,
+                                               "gpu_caps": "compute,,utility"})
+    assert code == 400 and e["error"]["field"] == "gpu_caps", (code, e)
+    assert "has an empty item" in e["error"]["message"], e
+
+
+def test_a_signal_warning_quotes_the_seconds_whole(daemon):
+    p = refused(daemon, ["job", "run", "--max-runtime=100", "--signal=USR1@99999999999999999999", "true"],
+                ['"99999999999999999999" is not a number of seconds'])
+    assert '"9999999999999999" is' not in p.stderr
+
+
 # ---- rnx job wait "" -------------------------------------------------------------------------
 
 def test_job_wait_refuses_an_empty_id_as_the_other_commands_do(daemon):
@@ -62,6 +90,22 @@ def test_job_wait_refuses_an_empty_id_as_the_other_commands_do(daemon):
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert "job wait: an ID is empty" in p.stderr, p.stderr
     assert "no route" not in p.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["volume", "remove", ""], ["volume remove: NAME is empty", "rnx volume list"]),
+    (["volume", "create", "", "--size=10MB"], ["volume create: NAME is empty", "rnx volume create data"]),
+    (["network", "remove", ""], ["network remove: NAME is empty", "rnx network list"]),
+    (["runtime", "info", ""], ["operand 1 is empty", "rnx runtime info NAME"]),
+    (["runtime", "remove", ""], ["operand 1 is empty", "rnx runtime remove NAME"]),
+    (["gpu", "show", ""], ["gpu show: the GPU is empty", "an index or a UUID"]),
+    (["gpu", "drain", ""], ["gpu drain: the GPU is empty", "an index or a UUID"]),
+    (["job", "exec", "", "ls"], ["job exec: the ID is empty"]),
+])
+def test_an_empty_operand_is_a_usage_error_not_no_route(daemon, args, words):
+    # each was sent with an empty path segment (DELETE /v1/volumes/) and answered "no route" (1)
+    p = refused(daemon, args, words)
+    assert "no route" not in p.stderr, p.stderr
 
 
 # ---- the API: a number where a text is taken, reals, NUL -------------------------------------
