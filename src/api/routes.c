@@ -218,13 +218,18 @@ static enum MHD_Result list(request *r)
 {
     const char *uf = query_get(r, "user"), *gf = query_get(r, "gpu"), *tf = query_get(r, "since");
     enum job_state want = JS_QUEUED;
-    bool by_state;
+    bool by_state = false;
     uint64_t uid = 0;
     time_t since = 0;
     int gk = gf ? gpu_find(&core.gpu.inv, gf) : -1;
     const char *guuid = gk >= 0 ? core.gpu.inv.gpu[gk].uuid : gf;   /* else a MIG device's UUID */
     jerr e = {0};
-    if (!query_status(r, &by_state, &want, &e))
+    static const char *const filters[] = {"status", "user", "gpu", "since", "expand", NULL};
+    const char *unknown = query_unknown(r, filters);
+    if (unknown) /* ?stauts=RUNNING answered every job, as if no filter had been asked for */
+        jerr_field(&e, unknown, "%.64s: GET /v1/jobs has no filter '%.64s'; it takes status, user, gpu, since and "
+                                "expand", unknown, unknown);
+    else if (!query_status(r, &by_state, &want, &e))
         ; /* (e says why) */
     else if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))
         jerr_field(&e, "user", "user: '%s' is not a uid; give a number, e.g. 1000", uf);
@@ -321,6 +326,11 @@ static int log_options(request *r, job_logs_opts *o, jerr *e)
     const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     *o = (job_logs_opts){.format = JOB_LOGS_NDJSON, .streams = 3, .follow = query_true(r, "follow"), .tail = -1,
                          .reader = r->who.uid};
+    static const char *const known[] = {"stream", "format", "tail", "since", "follow", NULL};
+    const char *unknown = query_unknown(r, known);
+    if (unknown) /* ?tial=10 answered the whole log */
+        return jerr_field(e, unknown, "%.64s: GET /v1/jobs/ID/logs has no option '%.64s'; it takes stream, follow, "
+                                      "tail, since and format", unknown, unknown);
     if (s && !strcmp(s, "stdout"))
         o->streams = 1;
     else if (s && !strcmp(s, "stderr"))

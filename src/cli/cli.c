@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../common/parse.h"
 #include "../common/suggest.h"
@@ -200,6 +201,11 @@ static int given_once(int c, const char *arg, const char *flag, const struct opt
     for (size_t i = 0; i < ngiven; i++)
         if (given[i].c == c) {
             if (!strcmp(given[i].value, arg))
+                return 0;
+            /* --gpu=all and --gpu=N are two fields (gpu_all, gpu_count): the request schema
+             * refuses the pair in its own sentence, the API's ("asks for every GPU; do not
+             * also give --gpu or --gpu-ids") */
+            if (name && !strcmp(name, "gpu") && (!strcasecmp(given[i].value, "all") != !strcasecmp(arg, "all")))
                 return 0;
             return rnx_usage("flag '%s' given twice ('%s', then '%s'); it takes one value: give it once; see "
                              "'%s --help'", flag, given[i].value, arg, cmd);

@@ -165,3 +165,22 @@ def test_a_kill_with_its_signal_in_the_body_is_refused_not_a_sigkill(daemon):
         assert code == 200, (code, j)
     finally:
         daemon.api("POST", f"/v1/jobs/{jid}/kill")
+
+
+def test_a_misspelt_filter_or_log_option_is_refused_not_ignored(daemon):
+    # ?stauts=RUNNING answered every job, ?tial=1 the whole log: as if nothing had been asked
+    code, e = raw(daemon, "GET", "/v1/jobs?stauts=RUNNING")
+    assert code == 400, (code, e)
+    assert e["error"]["field"] == "stauts" and "status, user, gpu, since and expand" in e["error"]["message"], e
+    jid = daemon.rnx("job", "run", "echo", "hi", check=True).stdout.strip()
+    daemon.wait(jid)
+    code, e = raw(daemon, "GET", f"/v1/jobs/{jid}/logs?tial=1")
+    assert code == 400, (code, e)
+    assert e["error"]["field"] == "tial" and "stream, follow, tail, since and format" in e["error"]["message"], e
+    # the options it reads still work
+    assert raw(daemon, "GET", "/v1/jobs?status=COMPLETED&expand=1")[0] == 200
+    c = UnixHTTPConnection(daemon.sock, timeout=30)
+    c.request("GET", f"/v1/jobs/{jid}/logs?tail=1&stream=stdout&format=ndjson")
+    r = c.getresponse()
+    assert r.status == 200, r.read()
+    c.close()
