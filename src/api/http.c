@@ -1189,7 +1189,7 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
                                NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
                                MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT,
                                lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT, limit,
-                               MHD_OPTION_END);
+                               MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL, MHD_OPTION_END);
     if (!sv->mhd) {
         close(fd);
         return jerr_set(e, EIO, "libmicrohttpd could not start on %s", path);
@@ -1266,7 +1266,8 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
             MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
             MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
-            MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_END);
+            MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+            MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL, MHD_OPTION_END);
         if (!sv->mhd) {
             close(fd);
             return jerr_set(e, EIO, "libmicrohttpd could not start TLS on %s", rc->listen[i]);

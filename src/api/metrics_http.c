@@ -434,7 +434,8 @@ int metrics_listen_start(const char *hostport, const char *readers, const char *
                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNS,
                                     MHD_OPTION_THREAD_STACK_SIZE, (size_t)METRICS_STACK,
                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_CONNECTION,
-                                    on_connection, NULL, MHD_OPTION_END);
+                                    on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL,
+                                    MHD_OPTION_END);
     thread_unblock(&old);
     if (!listener.mhd) {
         close(fd);

@@ -3,6 +3,7 @@
 #include "reply.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,4 +114,18 @@ enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
     if (field[0])
         json_object_set_new(err, "field", json_string(field));
     return reply_json(c, status, json_pack("{s:o}", "error", err), status == 503 && e->code == EAGAIN, false);
+}
+
+void reply_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[600];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = 0;
+    if (strstr(msg, "application error generating response"))
+        log_debug("http: %s", msg);
+    else
+        log_warn("http: %s", msg);
 }

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdbool.h>
 
 #include "../common/err.h"
@@ -35,5 +36,11 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
 enum MHD_Result http_reply_json_made_before(struct MHD_Connection *c, unsigned status, json_t *body, bool lost);
 /* {"error": {"code", "message"[, "field"]}} with the error's HTTP status (500 when it has none). */
 enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e);
+
+/* libmicrohttpd's own messages (MHD_OPTION_EXTERNAL_LOGGER of each of joblet's servers), in
+ * joblet's log with its time and level, not bare on stderr: a streamed answer cut because its
+ * client went away ("application error generating response": rnx job wait, a --follow its user
+ * ended) is no one's error, and is said at debug; the others are warnings. */
+void reply_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 #endif

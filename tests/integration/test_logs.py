@@ -172,3 +172,26 @@ def test_large_output_arrives_complete_and_in_order(daemon):
     p = rnx_bytes(d, "job", "log", "--no-follow", jid)
     assert p.returncode == 0, p.stderr
     assert p.stdout == expected
+
+
+def test_a_follower_that_goes_away_leaves_no_bare_line_in_joblets_log(daemon):
+    """A client that leaves a stream (rnx job log ended by its user) cuts it: libmicrohttpd's
+    message for that ("Closing connection (application error generating response).") is joblet's
+    log line at debug, with its time, not a bare line on joblet's stderr; joblet goes on."""
+    d = daemon
+    jid = d.submit("sh", "-c", "echo first; sleep 60")
+    p = rnx_popen(d, "job", "log", jid)
+    try:
+        assert p.stdout.readline() == "first\n"
+    finally:
+        p.kill()
+        p.wait()
+    # the hang-up is seen, the stream cut: the next answer on the socket comes after it
+    deadline = time.time() + 30
+    while "http: Closing connection" not in d.log():
+        assert time.time() < deadline, d.log()[-2000:]
+        time.sleep(0.05)
+    lines = [l for l in d.log().splitlines() if "Closing connection" in l]
+    assert all(re.match(r"^\d{4}-\d\d-\d\dT\S+ debug +http: Closing connection", l) for l in lines), lines
+    d.rnx("job", "stop", jid, check=True)
+    assert d.wait(jid)["status"] in TERMINAL
