@@ -36,6 +36,7 @@ import glob
 import json
 import os
 import random
+import resource
 import re
 import shutil
 import signal
@@ -307,7 +308,17 @@ def metric(text, name):
     return float(m.group(1)) if m else None
 
 
-def measure(build, base, settle, tag):
+def timed_list(build, d, *args):
+    """`rnx job list`: its wall time, rnx's CPU (user+sys), joblet's CPU meanwhile, lines out."""
+    r0, c0 = resource.getrusage(resource.RUSAGE_CHILDREN), d.cpu_s()
+    t = time.perf_counter()
+    out = rnx(build, d.sock, "job", "list", *args)
+    wall = time.perf_counter() - t
+    r1, c1 = resource.getrusage(resource.RUSAGE_CHILDREN), d.cpu_s()
+    return wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime), c1 - c0, out.count("\n")
+
+
+def measure(build, base, settle, tag, lists=0):
     d = Daemon(build, base, tag)
     out = {"build": tag}
     try:
@@ -320,12 +331,13 @@ def measure(build, base, settle, tag):
             if " start: " in line:
                 m = line.split(" start: ", 1)[1]
         out["phases"] = m
-        t = time.perf_counter()
-        rnx(build, d.sock, "job", "list")
-        out["first_list_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        rnx(build, d.sock, "job", "list", "--json")
-        out["list_json_s"] = time.perf_counter() - t
+        out["first_list_s"], out["first_list_rnx_cpu_s"], out["first_list_daemon_cpu_s"], n = timed_list(build, d)
+        out["list_lines"] = n
+        # then `rnx job list` again, --lists times: the figures of a listing once started (median)
+        runs = sorted(timed_list(build, d) for _ in range(lists))
+        if runs:
+            out["list_s"], out["list_rnx_cpu_s"], out["list_daemon_cpu_s"], _ = runs[len(runs) // 2]
+        out["list_json_s"], _, _, _ = timed_list(build, d, "--json")
         out["metrics_s"], body = timed_request(d.sock, "/metrics")
         out["metrics_bytes"] = len(body)
         out["metrics2_s"], _ = timed_request(d.sock, "/metrics")
@@ -356,6 +368,7 @@ def main():
     ap.add_argument("--workflows", type=int, default=500)
     ap.add_argument("--starts", type=int, default=2, help="starts per build, interleaved")
     ap.add_argument("--settle", type=float, default=10, help="seconds after start before the loop's longest turn is read")
+    ap.add_argument("--lists", type=int, default=3, help="`rnx job list` after the first, per start (median shown)")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
     builds = a.build or ["build"]
@@ -377,15 +390,20 @@ def main():
         for r in range(a.starts):
             for b in (builds if r % 2 == 0 else builds[::-1]):
                 py, sh, n, ev = floor(path)
-                res = measure(b, base, a.settle, b)
+                res = measure(b, base, a.settle, b, a.lists)
                 res.update(floor_python_s=py, floor_sqlite3_s=sh, rows=n, events=ev)
                 results.append(res)
                 print(f"[{b}] start {res['start_s']:.3f} s (cpu {res['start_cpu_s']:.2f} s), VmRSS {res['vmrss_mib']:.1f} MiB"
                       f" (HWM {res['vmhwm_mib']:.1f}); first rnx job list {res['first_list_s']:.3f} s, --json"
                       f" {res['list_json_s']:.3f} s; GET /metrics {res['metrics_s'] * 1000:.1f} ms then"
                       f" {res['metrics2_s'] * 1000:.1f} ms ({res['metrics_bytes']} B); longest loop turn"
-                      f" {res['longest_turn_s']} s; CPU after the start (the two lists, then {a.settle:.0f} s idle) {res['idle_cpu_s']:.2f} s;"
+                      f" {res['longest_turn_s']} s; CPU after the start (the lists, then {a.settle:.0f} s idle) {res['idle_cpu_s']:.2f} s;"
                       f" VmRSS after {res['vmrss_after_mib']:.1f} MiB")
+                if "list_s" in res:
+                    print(f"    rnx job list ({res['list_lines']} lines): first {res['first_list_s']:.3f} s (rnx CPU"
+                          f" {res['first_list_rnx_cpu_s']:.2f} s, joblet CPU {res['first_list_daemon_cpu_s']:.2f} s);"
+                          f" then (median of {a.lists}) {res['list_s']:.3f} s (rnx CPU {res['list_rnx_cpu_s']:.2f} s,"
+                          f" joblet CPU {res['list_daemon_cpu_s']:.2f} s)")
                 print(f"    phases: {res['phases']}")
                 print(f"    floor: {n} rows, {ev} events: python sqlite3 {py:.3f} s, sqlite3 shell "
                       + (f"{sh:.3f} s" if sh is not None else "(none)"))

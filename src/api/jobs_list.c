@@ -98,6 +98,13 @@ static void put(lister *l, const char *s, size_t n)
     l->outlen += n;
 }
 
+/* jansson's writer: straight into l->out, no string of each job to copy. */
+static int dump_put(const char *buf, size_t size, void *data)
+{
+    put(data, buf, size);
+    return 0;
+}
+
 /* The next slice of jobs into l->out: at most max of them, and none more once it holds
  * max_bytes (the first is written whatever its size, so that each slice goes on). */
 static void produce(lister *l, size_t max, size_t max_bytes)
@@ -113,23 +120,24 @@ static void produce(lister *l, size_t max, size_t max_bytes)
         job *j = jobs_by_seq(l->seqs[l->next]);
         jarray *a = j ? NULL : arrays_by_seq(l->seqs[l->next]);
         json_t *o = NULL;
-        if (a && array_matches(l, a, true))
+        if (a && array_matches(l, a, true)) {
             o = array_json(a);
-        else if (j) {
+            if (l->f.keys != JOB_JSON_ALL)
+                job_json_keep(o, l->f.keys);
+        } else if (j) {
             job_launch_refresh(j);
-            o = matches(l, j, true) ? job_json(j) : NULL;
+            o = matches(l, j, true) ? job_json_pick(j, l->f.keys) : NULL;
         }
         if (!o)
             continue;
-        char *t = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
-        if (!t)
-            continue;
+        size_t before = l->outlen;
         if (l->wrote)
             put(l, ",", 1);
-        put(l, t, strlen(t));
-        l->wrote = one = true;
-        free(t);
+        if (json_dump_callback(o, dump_put, l, JSON_COMPACT) < 0)
+            l->outlen = before; /* (none is: jansson fails only on memory, which xrealloc never lacks) */
+        else
+            l->wrote = one = true;
+        json_decref(o);
     }
     if (l->next == l->n) {
         put(l, "]}\n", 3);

@@ -20,6 +20,7 @@ typedef struct jobs_list_filter {
     const char *gpu_uuid; /* a GPU's or a MIG device's UUID (copied) */
     int64_t since_ms;     /* created at or after; 0: any */
     bool expand;          /* an array's made tasks each on a line of their own, besides its own */
+    uint64_t keys;        /* the keys each item has (core/job_json.h: ?fields; JOB_JSON_ALL: all) */
 } jobs_list_filter;
 
 /* Answers 200 with {"jobs": [...]} (a job array is one item, "kind": "array", its tasks left

@@ -212,11 +212,40 @@ static int query_owner_name(request *r, const char *what, const char *id, const 
     return 0;
 }
 
-/* GET /v1/jobs[?status=S][&user=UID][&gpu=INDEX|UUID][&since=RFC3339]: the caller's jobs (root:
- * all), oldest first, those matching every filter given. */
+/* ?fields=id,status,...: the keys of each listed job (and array) as a mask, or e says which is
+ * not one (core/job_json.h). */
+static void list_fields(const char *ff, uint64_t *keys, jerr *e)
+{
+    *keys = 0;
+    for (const char *p = ff;; p++) {
+        size_t n = strcspn(p, ",");
+        int k = job_json_key(p, n);
+        if (k < 0) {
+            char all[1024];
+            job_json_key_list(all, sizeof all);
+            if (!n)
+                jerr_field(e, "fields", "fields: an empty name in '%.200s'; give keys of a job, comma-separated: %s",
+                           ff, all);
+            else
+                jerr_field(e, "fields", "fields: '%.*s' is not a key of a job; use some of: %s", (int)(n > 64 ? 64 : n),
+                           p, all);
+            return;
+        }
+        *keys |= 1ull << k;
+        p += n;
+        if (!*p)
+            return;
+    }
+}
+
+/* GET /v1/jobs[?status=S][&user=UID][&gpu=INDEX|UUID][&since=RFC3339][&fields=K,K]: the
+ * caller's jobs (root: all), oldest first, those matching every filter given; with fields, each
+ * only with those keys (rnx job list asks for the columns it prints). */
 static enum MHD_Result list(request *r)
 {
     const char *uf = query_get(r, "user"), *gf = query_get(r, "gpu"), *tf = query_get(r, "since");
+    const char *ff = query_get(r, "fields");
+    uint64_t keys = JOB_JSON_ALL;
     enum job_state want = JS_QUEUED;
     bool by_state = false;
     uint64_t uid = 0;
@@ -240,11 +269,13 @@ static enum MHD_Result list(request *r)
         jerr_field(&e, "gpu", "gpu: '%.40s' is not a GPU of this machine; give an index or a UUID (rnx gpu list)", gf);
     else if (tf && parse_rfc3339(tf, &since) < 0)
         jerr_field(&e, "since", "since: '%s' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00Z", tf);
+    else if (ff)
+        list_fields(ff, &keys, &e);
     if (e.msg[0])
         return http_reply_error(r->conn, &e);
     jobs_list_filter lf = {.who = r->who, .by_user = uf != NULL, .user = (uid_t)uid, .by_state = by_state,
                            .state = want, .by_gpu = gf != NULL, .gpu_uuid = guuid, .since_ms = (int64_t)since * 1000,
-                           .expand = query_true(r, "expand")};
+                           .expand = query_true(r, "expand"), .keys = keys};
     return jobs_list_reply(r->conn, &lf);
 }
 

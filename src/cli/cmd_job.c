@@ -1034,6 +1034,9 @@ static void gpus_cell(json_t *job, char *out, size_t outlen)
         snprintf(out, outlen, "%lld wanted", (long long)count);
 }
 
+/* The keys list_row reads: what rnx job list asks for (GET /v1/jobs?fields=). */
+#define LIST_FIELDS "id,kind,number,name,status,owner_uid,command,args,created_at,started_at,ended_at,exit_code,array,gpus,gpu_request"
+
 /* One row; with_user adds the owner before the command. */
 static void list_row(table *t, json_t *job, bool with_user)
 {
@@ -1133,6 +1136,7 @@ static void add_query(rnx_client *c, char **path, const char *key, const char *v
  * chosen so). */
 typedef struct list_pick {
     const char *status, *name, *gpu, *user, *since, *expand;
+    const char *fields; /* the keys each job is wanted with (NULL: all, as --json prints them) */
 } list_pick;
 
 /* --name, --status, --user as typed to rnx job list, stop and cancel, checked. */
@@ -1167,6 +1171,7 @@ static int list_fetch(rnx_client *cl, const list_pick *p, json_t **jobs)
     add_query(cl, &path, "user", p->user);
     add_query(cl, &path, "since", p->since);
     add_query(cl, &path, "expand", p->expand);
+    add_query(cl, &path, "fields", p->fields);
     json_t *resp = NULL;
     jerr e = {0};
     int rc = RNX_OK;
@@ -1238,7 +1243,10 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
     if (!cl)
         return RNX_FAIL;
     json_t *jobs = NULL;
-    int rc = list_fetch(cl, &(list_pick){pf.status, pf.name, gpu, pf.user, since, expand}, &jobs);
+    /* the table's columns need these keys alone (list_row, print_array_counts, --name's filter):
+     * the whole jobs are 1.4 KB each, 140 MB for 100,000 jobs, the most of a listing's time */
+    int rc = list_fetch(cl, &(list_pick){pf.status, pf.name, gpu, pf.user, since, expand, ctx->json ? NULL : LIST_FIELDS},
+                        &jobs);
     if (rc == RNX_OK) {
         if (ctx->json) {
             print_json(jobs);

@@ -111,56 +111,118 @@ json_t *job_json_after(const job_req *r, const uint64_t *after_seq)
     return after;
 }
 
+/* Whether a key is asked for (job_json_pick's keys), and setting it only then: its value is
+ * not even made otherwise. */
+#define WANT(k) ((keys >> JOB_KEY_##k) & 1)
+#define SET(k, v)                                                                                    \
+    do {                                                                                             \
+        if (WANT(k))                                                                                 \
+            json_object_set_new(o, #k, (v));                                                         \
+    } while (0)
+
+static const char *const key_names[] = {
+#define JOB_KEY_NAME(k) #k,
+    JOB_JSON_KEYS(JOB_KEY_NAME)
+#undef JOB_KEY_NAME
+};
+
+int job_json_key(const char *name, size_t len)
+{
+    for (size_t i = 0; i < ARRAY_LEN(key_names); i++)
+        if (strlen(key_names[i]) == len && !memcmp(key_names[i], name, len))
+            return (int)i;
+    return -1;
+}
+
+void job_json_key_list(char *out, size_t outlen)
+{
+    size_t l = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < ARRAY_LEN(key_names) && l < outlen; i++)
+        l += (size_t)snprintf(out + l, outlen - l, "%s%s", i ? ", " : "", key_names[i]);
+}
+
+void job_json_keep(json_t *o, uint64_t keys)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, k, v) {
+        int i = job_json_key(k, strlen(k));
+        (void)v;
+        if (i < 0 || !(keys >> i & 1))
+            json_object_del(o, k);
+    }
+}
+
 json_t *job_json(const job *j)
+{
+    return job_json_pick(j, JOB_JSON_ALL);
+}
+
+json_t *job_json_pick(const job *j, uint64_t keys)
 {
     json_t *o = json_object();
     const job_req *r = &j->req;
-    json_object_set_new(o, "id", json_string(j->id));
+    SET(id, json_string(j->id));
     /* its number, never given twice: SLURM_JOB_ID in a job with Slurm's variables */
-    json_object_set_new(o, "number", json_integer((json_int_t)j->seq));
-    jx_set_str_or_null(o, "name", j->name);
-    json_object_set_new(o, "status", json_string(job_state_name(j->state)));
-    json_object_set_new(o, "owner_uid", json_integer(j->owner_uid));
-    json_object_set_new(o, "uid", json_integer(j->uid));
-    json_object_set_new(o, "gid", json_integer(j->gid));
-    jx_set_str_or_null(o, "command", r->command);
-    json_object_set_new(o, "args", field_or(r, JR_ARGS, json_array()));
-    json_object_set_new(o, "env", field_or(r, JR_ENV, json_object()));
-    json_object_set_new(o, "secret_env", field_or(r, JR_SECRET_ENV, json_object()));
-    json_object_set_new(o, "workdir", json_string(r->workdir ? r->workdir : "/work"));
-    json_object_set_new(o, "network", json_string(r->network ? r->network : "none"));
+    SET(number, json_integer((json_int_t)j->seq));
+    if (WANT(name))
+        jx_set_str_or_null(o, "name", j->name);
+    SET(status, json_string(job_state_name(j->state)));
+    SET(owner_uid, json_integer(j->owner_uid));
+    SET(uid, json_integer(j->uid));
+    SET(gid, json_integer(j->gid));
+    if (WANT(command))
+        jx_set_str_or_null(o, "command", r->command);
+    SET(args, field_or(r, JR_ARGS, json_array()));
+    SET(env, field_or(r, JR_ENV, json_object()));
+    SET(secret_env, field_or(r, JR_SECRET_ENV, json_object()));
+    SET(workdir, json_string(r->workdir ? r->workdir : "/work"));
+    SET(network, json_string(r->network ? r->network : "none"));
     /* jobs from before isolation existed ran natively */
-    json_object_set_new(o, "isolation", json_string(r->isolation ? r->isolation : "native"));
-    json_object_set_new(o, "tty", json_boolean(r->tty));               /* a terminal: rnx job attach needs to know */
-    json_object_set_new(o, "stdin", json_boolean(r->stdin_open));
-    json_object_set_new(o, "slurm_env", json_boolean(r->slurm_env)); /* SLURM_JOB_ID... (exec/spec_build.c) */
-    jx_set_str_or_null(o, "runtime", r->runtime);
-    json_object_set_new(o, "volumes", field_or(r, JR_VOLUMES, json_array()));
+    SET(isolation, json_string(r->isolation ? r->isolation : "native"));
+    SET(tty, json_boolean(r->tty));               /* a terminal: rnx job attach needs to know */
+    SET(stdin, json_boolean(r->stdin_open));
+    SET(slurm_env, json_boolean(r->slurm_env)); /* SLURM_JOB_ID... (exec/spec_build.c) */
+    if (WANT(runtime))
+        jx_set_str_or_null(o, "runtime", r->runtime);
+    SET(volumes, field_or(r, JR_VOLUMES, json_array()));
     char host[64];
-    snprintf(host, sizeof host, "job-%.8s", j->id);
-    json_object_set_new(o, "hostname", json_string(host));
-    json_object_set_new(o, "limits", limits_json(r));
-    json_object_set_new(o, "uploads", field_or(r, JR_UPLOADS, json_array()));
-    jx_set_time_or_null(o, "created_at", j->created_ms);
-    jx_set_time_or_null(o, "scheduled_at", j->scheduled_ms);
-    jx_set_time_or_null(o, "started_at", j->started_ms);
-    jx_set_time_or_null(o, "ended_at", j->ended_ms);
-    json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
-    json_object_set_new(o, "signal", j->signal ? json_integer(j->signal) : json_null());
-    jx_set_str_or_null(o, "signal_name", j->signal_name);
-    jx_set_str_or_null(o, "end_reason", j->end_reason);
-    json_object_set_new(o, "stopped_by", j->stopped_by >= 0 ? json_integer(j->stopped_by) : json_null());
-    jx_set_str_or_null(o, "error", j->error);
+    if (WANT(hostname))
+        snprintf(host, sizeof host, "job-%.8s", j->id);
+    SET(hostname, json_string(host));
+    SET(limits, limits_json(r));
+    SET(uploads, field_or(r, JR_UPLOADS, json_array()));
+    if (WANT(created_at))
+        jx_set_time_or_null(o, "created_at", j->created_ms);
+    if (WANT(scheduled_at))
+        jx_set_time_or_null(o, "scheduled_at", j->scheduled_ms);
+    if (WANT(started_at))
+        jx_set_time_or_null(o, "started_at", j->started_ms);
+    if (WANT(ended_at))
+        jx_set_time_or_null(o, "ended_at", j->ended_ms);
+    SET(exit_code, j->has_exit ? json_integer(j->exit_code) : json_null());
+    SET(signal, j->signal ? json_integer(j->signal) : json_null());
+    if (WANT(signal_name))
+        jx_set_str_or_null(o, "signal_name", j->signal_name);
+    if (WANT(end_reason))
+        jx_set_str_or_null(o, "end_reason", j->end_reason);
+    SET(stopped_by, j->stopped_by >= 0 ? json_integer(j->stopped_by) : json_null());
+    if (WANT(error))
+        jx_set_str_or_null(o, "error", j->error);
     /* which GPU failed it, the XID or the admin's command, and by whom (end_reason gpu_error) */
-    json_t *fault = gpu_fault_to_json(&j->gpu_fault);
-    json_object_set_new(o, "gpu_fault", fault ? fault : json_null());
-    json_object_set_new(o, "pid", j->init_pid > 0 ? json_integer(j->init_pid) : json_null());
-    json_object_set_new(o, "shim_pid", j->shim_pid > 0 ? json_integer(j->shim_pid) : json_null());
+    json_t *fault = WANT(gpu_fault) ? gpu_fault_to_json(&j->gpu_fault) : NULL;
+    SET(gpu_fault, fault ? fault : json_null());
+    SET(pid, j->init_pid > 0 ? json_integer(j->init_pid) : json_null());
+    SET(shim_pid, j->shim_pid > 0 ? json_integer(j->shim_pid) : json_null());
     uint32_t pos = job_in_queue(j) && j->state != JS_SCHEDULED ? j->queue_position : 0;
-    json_object_set_new(o, "priority", json_integer(r->priority));
-    json_object_set_new(o, "queue_position", pos ? json_integer(pos) : json_null());
+    SET(priority, json_integer(r->priority));
+    SET(queue_position, pos ? json_integer(pos) : json_null());
     char why[600] = "";
-    if (job_in_queue(j) && j->state != JS_SCHEDULED)
+    if (!WANT(wait_reason) && !WANT(freezing))
+        ; /* (neither asked for: job_json_pick) */
+    else if (job_in_queue(j) && j->state != JS_SCHEDULED)
         queue_wait_reason(j, why, sizeof why);
     else if (j->state == JS_QUEUED && j->shim_pid > 0 && (r->tty || r->stdin_open))
         snprintf(why, sizeof why, "its command starts once a client attaches to its terminal (POST "
@@ -175,28 +237,30 @@ json_t *job_json(const job *j)
         size_t n = strlen(why);
         snprintf(why + n, sizeof why - n, "; still freezing: a process of it cannot stop yet");
     }
-    json_object_set_new(o, "after", job_json_after(r, j->after_seq));
-    json_object_set_new(o, "after_any", json_boolean(r->after_any)); /* any one of them is enough */
-    json_object_set_new(o, "preemptions", json_integer(j->preemptions));
+    SET(after, job_json_after(r, j->after_seq));
+    SET(after_any, json_boolean(r->after_any)); /* any one of them is enough */
+    SET(preemptions, json_integer(j->preemptions));
     /* its run's time SUSPENDED in all, the suspension now included: not counted against its
      * time limit */
-    json_object_set_new(o, "suspended_ms", json_integer(job_ctl_suspended_ms(j)));
+    SET(suspended_ms, json_integer(job_ctl_suspended_ms(j)));
     /* SUSPENDED, and the kernel has not frozen every process yet (job_freeze.h) */
-    json_object_set_new(o, "freezing", json_boolean(freezing));
+    SET(freezing, json_boolean(freezing));
     /* a Slurm task (slurm_task.h): its ids as Slurm has them, and "J.S.T" as rnx shows them */
-    json_t *sl = slurmcg_to_json(&j->slurm);
+    json_t *sl = WANT(slurm) ? slurmcg_to_json(&j->slurm) : NULL;
     if (sl) {
         char t[64];
         slurmcg_text(&j->slurm, t, sizeof t);
         json_object_set_new(sl, "id", json_string(t));
     }
-    json_object_set_new(o, "slurm", sl ? sl : json_null());
-    json_object_set_new(o, "workflow", j->wf ? json_pack("{s:s,s:O?,s:o?}", "id", j->wf->id, "name",
+    SET(slurm, sl ? sl : json_null());
+    SET(workflow, j->wf ? json_pack("{s:s,s:O?,s:o?}", "id", j->wf->id, "name",
                                                          json_object_get(j->wf->doc, "name"), "job",
                                                          r->name ? json_string(r->name) : NULL)
                                              : json_null());
     /* a job array's task (arrays.h): its array and task id, and the name rnx shows, ID_TASK */
-    if (j->array_id[0]) {
+    if (!WANT(array))
+        ;
+    else if (j->array_id[0]) {
         char ref[64];
         snprintf(ref, sizeof ref, "%.8s_%lld", j->array_id, (long long)j->array_task);
         json_t *ta = json_pack("{s:s,s:I,s:s}", "id", j->array_id, "task", (json_int_t)j->array_task, "ref", ref);
@@ -205,12 +269,12 @@ json_t *job_json(const job *j)
         json_object_set_new(o, "array", ta);
     } else
         json_object_set_new(o, "array", json_null());
-    json_object_set_new(o, "preemptible", json_boolean(r->preemptible));
-    json_object_set_new(o, "wait_reason", *why ? json_string(why) : json_null());
+    SET(preemptible, json_boolean(r->preemptible));
+    SET(wait_reason, *why ? json_string(why) : json_null());
     job_usage u = j->usage;
-    if (j->state == JS_RUNNING || j->state == JS_STOPPING || j->state == JS_SUSPENDED)
+    if (WANT(usage) && (j->state == JS_RUNNING || j->state == JS_STOPPING || j->state == JS_SUSPENDED))
         job_launch_live_usage(j, &u);
-    json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)u.cpu_ns,
+    SET(usage, json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)u.cpu_ns,
                                               "memory_peak_bytes", (json_int_t)u.memory_peak_bytes,
                                               "io_read_bytes", (json_int_t)u.io_read_bytes, "io_write_bytes",
                                               (json_int_t)u.io_write_bytes, "pids_current",
@@ -218,15 +282,19 @@ json_t *job_json(const job *j)
                                               (json_int_t)u.gpu_ms_before));
     /* /work's bound, shared by the owner's jobs (workfs.h), and what they use of it now */
     char dir[700];
-    uint64_t wsize, wused;
-    jobs_dir_of(j, dir, sizeof dir);
-    workfs_usage(j->owner_uid, dir, &wsize, &wused);
-    json_object_set_new(o, "work", wsize ? json_pack("{s:I,s:I}", "quota_bytes", (json_int_t)wsize, "used_bytes",
+    uint64_t wsize = 0, wused = 0;
+    if (WANT(work)) { /* (a stat and a statfs: not for a listing that leaves it out) */
+        jobs_dir_of(j, dir, sizeof dir);
+        workfs_usage(j->owner_uid, dir, &wsize, &wused);
+    }
+    SET(work, wsize ? json_pack("{s:I,s:I}", "quota_bytes", (json_int_t)wsize, "used_bytes",
                                                      (json_int_t)wused)
                                          : json_null());
-    json_object_set_new(o, "gpus", grant_list_to_json(&j->gpus));
-    json_t *loc = gpu_locality_json(j);
-    json_object_set_new(o, "gpu_locality", loc ? loc : json_null());
+    SET(gpus, grant_list_to_json(&j->gpus));
+    json_t *loc = WANT(gpu_locality) ? gpu_locality_json(j) : NULL;
+    SET(gpu_locality, loc ? loc : json_null());
+    if (!WANT(gpu_request))
+        return o;
     json_t *gr = json_object();
     json_object_set_new(gr, "count", int_or_null(r, JR_GPU_COUNT, r->gpu_count));
     json_object_set_new(gr, "memory_mb", int_or_null(r, JR_GPU_MEMORY_MB, r->gpu_memory_mb));
@@ -240,6 +308,6 @@ json_t *job_json(const job *j)
     jx_set_str_or_null(gr, "cc", r->gpu_cc);
     json_object_set_new(gr, "share", json_boolean(r->gpu_share));
     json_object_set_new(gr, "cross_numa", json_boolean(!jobreq_has(r, JR_CROSS_NUMA) || r->cross_numa));
-    json_object_set_new(o, "gpu_request", gr);
+    SET(gpu_request, gr);
     return o;
 }
