@@ -1,0 +1,227 @@
+"""rnx job list over more jobs than one slice of the daemon's listing (jobs_list.c: 256 a turn):
+every job once, its filters, arrays as one line (--expand: their tasks too), and the table the
+same whether the daemon sends whole jobs or only the keys rnx asks for (GET /v1/jobs?fields=,
+docs/performance.md "Listing 100,000 jobs")."""
+import json
+import os
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from conftest import BUILD, Daemon, api_as, need_root, need_setpriv, preload_object
+
+HELD = 300            # held jobs (they never run): more than a slice of 256
+USERS = (4601, 4602)  # two owners besides root, no /etc/passwd entry (the table shows the uid)
+PER_USER = 3
+
+
+@pytest.fixture(scope="module")
+def d():
+    need_root()
+    need_setpriv()
+    dm = Daemon().start()
+    try:
+        dm.ids = {"held": [], "ended": [], "users": {u: [] for u in USERS}}
+        for i in range(HELD):
+            code, j = dm.api("POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "hold": True,
+                                                  "name": f"h{i % 7}"})
+            assert code == 201, j
+            dm.ids["held"].append(j["id"])
+        for i in range(4):
+            dm.ids["ended"].append(dm.run("sh", "-c", f"exit {i}", name="ended")[0]["id"])
+        for u in USERS:
+            for _ in range(PER_USER):
+                code, j = api_as(dm, u, "POST", "/v1/jobs", {"command": "true", "hold": True})
+                assert code == 201, j
+                dm.ids["users"][u].append(j["id"])
+        code, a = dm.api("POST", "/v1/jobs", {"command": "true", "array": "0-5%2", "name": "arr"})
+        assert code == 201, a
+        dm.array = a["id"]
+        code, h = dm.api("POST", "/v1/jobs", {"command": "true", "array": "0-99", "hold": True})
+        assert code == 201, h
+        dm.held_array = h["id"]
+        from conftest import wait_array
+        wait_array(dm, dm.array)
+        yield dm
+    finally:
+        dm.cleanup()
+
+
+def all_ids(d):
+    return d.ids["held"] + d.ids["ended"] + [j for u in USERS for j in d.ids["users"][u]]
+
+
+def rows(out):
+    """The table's lines after its header, by their first cell."""
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["ID", "NUM"], out[:500]
+    return [l.split()[0] for l in lines[1:]]
+
+
+def test_every_job_once_arrays_one_line(d):
+    p = d.rnx("job", "list", check=True)
+    firsts = rows(p.stdout)
+    want = {j[:8] for j in all_ids(d)}
+    assert len(firsts) == len(want) + 2, p.stdout[-2000:]
+    assert set(firsts) == want | {f"{d.array[:8]}_[0-5%2]", f"{d.held_array[:8]}_[0-99]"}
+    # the array's line says its tasks by state, none of its tasks has one of its own
+    arr = [l for l in p.stdout.splitlines() if l.startswith(d.array[:8] + "_[")]
+    assert "COMPLETED (6 COMPLETED)" in arr[0], arr
+    jobs = json.loads(d.rnx("job", "list", "--json", check=True).stdout)
+    ids = [j["id"] for j in jobs]
+    assert len(ids) == len(set(ids)) == len(want) + 2
+    assert set(ids) == set(all_ids(d)) | {d.array, d.held_array}
+
+
+def test_expand_lists_each_task_once(d):
+    firsts = rows(d.rnx("job", "list", "--expand", check=True).stdout)
+    tasks = [f for f in firsts if f.startswith(d.array[:8] + "_") and not f.endswith("]")]
+    assert sorted(tasks) == sorted(f"{d.array[:8]}_{t}" for t in range(6))
+    assert len(firsts) == len(set(firsts)) == len(all_ids(d)) + 2 + 6
+
+
+def test_status_and_user_filters(d):
+    held = rows(d.rnx("job", "list", "--status", "held", check=True).stdout)
+    want = {j[:8] for j in d.ids["held"]} | {j[:8] for u in USERS for j in d.ids["users"][u]}
+    assert len(held) == len(want) + 1 and set(held) == want | {f"{d.held_array[:8]}_[0-99]"}
+    done = rows(d.rnx("job", "list", "--status", "COMPLETED", check=True).stdout)
+    assert sorted(done) == sorted([d.ids["ended"][0][:8], f"{d.array[:8]}_[0-5%2]"])
+    for u in USERS:
+        mine = rows(d.rnx("job", "list", "--user", str(u), check=True).stdout)
+        assert sorted(mine) == sorted(j[:8] for j in d.ids["users"][u])
+    named = rows(d.rnx("job", "list", "--name", "h3", check=True).stdout)
+    assert len(named) == len([i for i in range(HELD) if i % 7 == 3])
+
+
+def test_fields_api(d):
+    """?fields= keeps those keys in each item, a job's and an array's, with the values the whole
+    item has; a key that is none is refused, naming it."""
+    code, full = d.api("GET", "/v1/jobs")
+    assert code == 200
+    code, some = d.api("GET", "/v1/jobs?fields=id,status,name,kind,array")
+    assert code == 200
+    assert [j["id"] for j in some["jobs"]] == [j["id"] for j in full["jobs"]]
+    for a, b in zip(full["jobs"], some["jobs"]):
+        want = {k: a[k] for k in ("id", "status", "name", "kind", "array") if k in a}
+        assert b == want
+    assert any(j.get("kind") == "array" for j in some["jobs"])
+    code, e = d.api("GET", "/v1/jobs?fields=id,bogus")
+    assert code == 400 and e["error"]["field"] == "fields", e
+    assert "'bogus'" in e["error"]["message"] and "created_at" in e["error"]["message"], e
+    code, e = d.api("GET", "/v1/jobs?fields=")
+    assert code == 400 and e["error"]["field"] == "fields", e
+
+
+class FieldsStripper:
+    """A unix socket in front of d's that forwards every byte, with ?fields= in requests made
+    ?fielxx= (a parameter joblet does not know): rnx then gets whole jobs, as from a joblet
+    without fields. .asked: whether any request had fields=."""
+
+    def __init__(self, d, path):
+        self.d, self.path, self.asked = d, path, False
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(8)
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            up.connect(self.d.sock)
+            threading.Thread(target=self.pipe, args=(c, up, True), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(up, c, False), daemon=True).start()
+
+    def pipe(self, src, dst, rewrite):
+        try:
+            while True:
+                b = src.recv(1 << 16)
+                if not b:
+                    break
+                if rewrite and b"fields=" in b:
+                    self.asked = True
+                    b = b.replace(b"fields=", b"fielxx=")
+                dst.sendall(b)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.srv.close()
+
+
+def test_table_same_from_whole_jobs(d, tmp_path):
+    """The table rnx prints from the keys it asks for is the one it prints from whole jobs (every
+    key list_row reads is asked for), with the user column too (root sees everyone's)."""
+    os.chmod(tmp_path, 0o755)
+    proxy = FieldsStripper(d, str(tmp_path / "proxy.sock"))
+    try:
+        for args in (["job", "list"], ["job", "list", "--expand"], ["job", "list", "--status", "HELD"]):
+            direct = d.rnx(*args, check=True).stdout
+            whole = subprocess.run([os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True, timeout=120,
+                                   env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": proxy.path})
+            assert whole.returncode == 0, whole.stderr
+            assert direct == whole.stdout
+            assert "USER" in direct.splitlines()[0]
+        assert proxy.asked, "rnx job list did not ask for the keys it prints (?fields=)"
+    finally:
+        proxy.close()
+
+
+_COUNT_PWUID = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static unsigned long calls;
+
+struct passwd *getpwuid(uid_t uid)
+{
+    static struct passwd *(*real)(uid_t);
+    if (!real)
+        real = (struct passwd *(*)(uid_t))dlsym(RTLD_NEXT, "getpwuid");
+    calls++;
+    return real(uid);
+}
+
+__attribute__((destructor)) static void report(void)
+{
+    const char *p = getenv("PWUID_COUNT");
+    FILE *f = p ? fopen(p, "w") : NULL;
+    if (f) {
+        fprintf(f, "%lu\n", calls);
+        fclose(f);
+    }
+}
+"""
+
+
+def test_owner_names_looked_up_once_each(d, tmp_path):
+    """The USER column looks each owner up once (getpwuid went through /etc/passwd and
+    systemd's userdb per job: 3 M openat for 100,000 jobs), and still names each row's own."""
+    so = preload_object(tmp_path, _COUNT_PWUID, "countpw")
+    count = tmp_path / "count"
+    p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list"], capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock, "LD_PRELOAD": so,
+                            "PWUID_COUNT": str(count)})
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    user_col = lines[0].split().index("USER")
+    by_id = {l.split()[0]: l for l in lines[1:]}
+    for u in USERS:
+        for j in d.ids["users"][u]:
+            assert str(u) in by_id[j[:8]].split(), by_id[j[:8]]
+    assert by_id[d.ids["held"][0][:8]].split()[user_col + 1] == "root"  # (CREATED is two words)
+    calls = int(count.read_text())
+    assert 1 <= calls <= len(USERS) + 2, f"getpwuid called {calls} times for {len(lines) - 1} rows"
