@@ -253,11 +253,11 @@ static enum MHD_Result list(request *r)
     int gk = gf ? gpu_find(&core.gpu.inv, gf) : -1;
     const char *guuid = gk >= 0 ? core.gpu.inv.gpu[gk].uuid : gf;   /* else a MIG device's UUID */
     jerr e = {0};
-    static const char *const filters[] = {"status", "user", "gpu", "since", "expand", NULL};
+    static const char *const filters[] = {"status", "user", "gpu", "since", "expand", "fields", NULL};
     const char *unknown = query_unknown(r, filters);
     if (unknown) /* ?stauts=RUNNING answered every job, as if no filter had been asked for */
-        jerr_field(&e, unknown, "%.64s: GET /v1/jobs has no filter '%.64s'; it takes status, user, gpu, since and "
-                                "expand", unknown, unknown);
+        jerr_field(&e, unknown, "%.64s: GET /v1/jobs has no filter '%.64s'; it takes status, user, gpu, since, "
+                                "expand and fields", unknown, unknown);
     else if (!query_status(r, &by_state, &want, &e))
         ; /* (e says why) */
     else if (uf && (parse_u64(uf, &uid) < 0 || uid > UINT32_MAX - 1))

@@ -171,7 +171,7 @@ def test_a_misspelt_filter_or_log_option_is_refused_not_ignored(daemon):
     # ?stauts=RUNNING answered every job, ?tial=1 the whole log: as if nothing had been asked
     code, e = raw(daemon, "GET", "/v1/jobs?stauts=RUNNING")
     assert code == 400, (code, e)
-    assert e["error"]["field"] == "stauts" and "status, user, gpu, since and expand" in e["error"]["message"], e
+    assert e["error"]["field"] == "stauts" and "status, user, gpu, since, expand and fields" in e["error"]["message"], e
     jid = daemon.rnx("job", "run", "echo", "hi", check=True).stdout.strip()
     daemon.wait(jid)
     code, e = raw(daemon, "GET", f"/v1/jobs/{jid}/logs?tial=1")

@@ -4,6 +4,7 @@ same whether the daemon sends whole jobs or only the keys rnx asks for (GET /v1/
 docs/performance.md "Listing 100,000 jobs")."""
 import json
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -115,9 +116,9 @@ def test_fields_api(d):
 
 
 class FieldsStripper:
-    """A unix socket in front of d's that forwards every byte, with ?fields= in requests made
-    ?fielxx= (a parameter joblet does not know): rnx then gets whole jobs, as from a joblet
-    without fields. .asked: whether any request had fields=."""
+    """A unix socket in front of d's that forwards every byte, with ?fields= taken out of the
+    requests: rnx then gets whole jobs, as from a joblet without fields (an older one ignored
+    the key). .asked: whether any request had fields=."""
 
     def __init__(self, d, path):
         self.d, self.path, self.asked = d, path, False
@@ -145,7 +146,8 @@ class FieldsStripper:
                     break
                 if rewrite and b"fields=" in b:
                     self.asked = True
-                    b = b.replace(b"fields=", b"fielxx=")
+                    b = re.sub(rb"\?fields=[^& ]*&", b"?", b)
+                    b = re.sub(rb"[?&]fields=[^& ]*", b"", b)
                 dst.sendall(b)
         except OSError:
             pass
