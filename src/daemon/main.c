@@ -580,6 +580,9 @@ int main(int argc, char **argv)
     /* what no running job needs: the owners' /work filesystems, the runsc tmpfs */
     workfs_shutdown();
     isolation_shutdown();
+    state_commit(); /* (what the shutdown wrote since) */
+    if (!state_unsaved()) /* every row and event committed: the next start need not look for lost ones */
+        db_stopped_clean(core.db);
     db_close(core.db);
     for (size_t i = 0; i < core.njobs; i++)
         job_free(core.jobs[i]);

@@ -24,6 +24,14 @@ typedef struct db db;
 
 db *db_open(const char *path, jerr *e);
 void db_close(db *d);
+/* Says that joblet stops with everything it holds committed (no row nor history event that a
+ * failed commit lost waits to be written again): the next db_open need not look through the
+ * history for events of no job (what only a joblet that ended with lost rows leaves: a scan of
+ * every event, ~1 s with a million), nor through every stored request for secrets not sealed
+ * (what only rows from before sealing, or written by hand, hold). A row of the database's (table
+ * meta), which goes with the next joblet's first commit: a joblet killed after that leaves none,
+ * one killed before it wrote nothing; and a database put back from a copy says what it says. */
+void db_stopped_clean(db *d);
 /* A job's row: what of a job outlives a restart (core/jobs.c: job_row makes one of the
  * daemon's job, job_new the daemon's job of one). Written, it borrows its strings, request and
  * GPUs; loaded (db_load_jobs), it owns them. 0 / -1 / "" where the field says "none". */
