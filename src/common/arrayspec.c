@@ -54,17 +54,18 @@ static int64_t egcd(int64_t a, int64_t b, int64_t *x)
     return a;
 }
 
-/* How many ids two progressions share: lo1 + k*s1 (up to hi1) and lo2 + k*s2 (up to hi2).
- * Ids are at most 4,000,000, so every product below fits in 64 bits. */
-static uint64_t common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_t s2, int64_t hi2)
+/* The first id two progressions share, lo1 + k*s1 (up to hi1) and lo2 + k*s2 (up to hi2), and
+ * *lcm the distance between two they share; -1 when none. Ids are at most 4,000,000, so every
+ * product below fits in 64 bits. */
+static int64_t first_common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_t s2, int64_t hi2, int64_t *lcm)
 {
     int64_t a = lo1 > lo2 ? lo1 : lo2, b = hi1 < hi2 ? hi1 : hi2;
     if (a > b)
-        return 0;
+        return -1;
     int64_t inv, g = egcd(s1, s2, &inv);
     int64_t d = lo2 - lo1;
     if (d % g)
-        return 0;
+        return -1;
     int64_t m = s2 / g, l = s1 * m;   /* the lcm */
     /* x = lo1 + s1*t with s1*t = d (mod s2): t = (d/g) * inv (mod m) */
     int64_t t = ((d / g) % m * (inv % m)) % m;
@@ -72,7 +73,21 @@ static uint64_t common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_
         t += m;
     int64_t x0 = lo1 + s1 * t;        /* one common id; every other differs by a multiple of l */
     int64_t first = x0 >= a ? x0 - (x0 - a) / l * l : x0 + (a - x0 + l - 1) / l * l;
-    return first > b ? 0 : (uint64_t)((b - first) / l + 1);
+    *lcm = l;
+    return first > b ? -1 : first;
+}
+
+/* How many ids two progressions share. */
+static uint64_t common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_t s2, int64_t hi2)
+{
+    int64_t l, first = first_common(lo1, s1, hi1, lo2, s2, hi2, &l);
+    return first < 0 ? 0 : (uint64_t)((hi1 < hi2 ? hi1 : hi2) - first) / (uint64_t)l + 1;
+}
+
+int64_t arrayspec_first_common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_t s2, int64_t hi2)
+{
+    int64_t l;
+    return first_common(lo1, s1, hi1, lo2, s2, hi2, &l);
 }
 
 int arrayspec_parse(const char *s, const char *field, bool throttle_ok, arrayspec *out, jerr *e)

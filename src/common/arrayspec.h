@@ -50,6 +50,9 @@ static inline uint64_t arrayspec_range_count(const arrayspec_range *r) { return 
  * `sub` also holds: what a cancel of `sub` takes from tasks not made yet. O(ranges x ranges)
  * arithmetic, never one task at a time. */
 uint64_t arrayspec_count_from(const arrayspec *a, uint64_t k, const arrayspec *sub);
+/* The first id that two progressions share, lo1, lo1+s1, ... up to hi1 and lo2, lo2+s2, ... up to
+ * hi2 (steps from 1; none when lo > hi), or -1 when they share none. O(log step) arithmetic. */
+int64_t arrayspec_first_common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_t s2, int64_t hi2);
 /* The list in its canonical text ("0-99:2,150%8"); the throttle too when with_throttle. */
 void arrayspec_format(const arrayspec *a, bool with_throttle, char *out, size_t len);
 /* An array's %N given on its own (the API's array_throttle, rnx job update --throttle): a whole

@@ -96,38 +96,56 @@ static uint64_t unmade_of(const jarray *a)
     return a->spec.count - a->made - skip_left(a) - ahead_left(a);
 }
 
-/* ---- sets of task ids (skip, ahead): disjoint ranges of step 1, in order ---- */
+/* ---- sets of task ids: skip (disjoint ranges of step 1, in order), ahead (disjoint ranges, any
+ * step, in order of their first ids) ---- */
 
 static void set_bounds(arrayspec *s)
 {
     s->min = s->n ? s->r[0].lo : 0;
-    s->max = s->n ? s->r[s->n - 1].hi : 0;
+    s->max = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->r[i].hi > s->max)
+            s->max = s->r[i].hi;
 }
 
-/* s less sub's ids: false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges.
- * O(ranges + sub's ranges). */
+/* The first id of s in lo..hi (step 1), and *at the range holding it; -1 when none. O(ranges). */
+static int64_t set_first_in(const arrayspec *s, int64_t lo, int64_t hi, size_t *at)
+{
+    int64_t best = -1;
+    for (size_t q = 0; q < s->n; q++) {
+        int64_t x = arrayspec_first_common(lo, 1, hi, s->r[q].lo, s->r[q].step, s->r[q].hi);
+        if (x >= 0 && (best < 0 || x < best))
+            best = x, *at = q;
+    }
+    return best;
+}
+
+/* s (ranges of step 1) less sub's ids (ranges of any step): false, s unchanged, when that needs
+ * more than ARRAYSPEC_MAX_RANGES ranges (or, sub's ranges with a step interleaving over a long
+ * run, more than ARRAYS_MINUS_LOOKS ids to pass one by one). O(pieces x sub's ranges). */
+#define ARRAYS_MINUS_LOOKS 65536
 static bool set_minus(arrayspec *s, const arrayspec *sub)
 {
     arrayspec out = {.throttle = 0};
-    size_t q = 0;
+    uint32_t looks = 0;
     for (size_t i = 0; i < s->n; i++) {
         int64_t lo = s->r[i].lo, hi = s->r[i].hi;
-        while (q < sub->n && sub->r[q].hi < lo)
-            q++;
-        for (size_t p = q; p < sub->n && sub->r[p].lo <= hi && lo <= hi; p++) {
-            if (sub->r[p].lo > lo) {
+        while (lo <= hi) {
+            size_t q = 0;
+            int64_t x = sub->n ? set_first_in(sub, lo, hi, &q) : -1;
+            int64_t end = x < 0 ? hi : x - 1;
+            if (end >= lo) {
                 if (out.n == ARRAYSPEC_MAX_RANGES)
                     return false;
-                out.r[out.n++] = (arrayspec_range){(uint32_t)lo, sub->r[p].lo - 1, 1};
-                out.count += sub->r[p].lo - (uint64_t)lo;
+                out.r[out.n++] = (arrayspec_range){(uint32_t)lo, (uint32_t)end, 1};
+                out.count += (uint64_t)(end - lo + 1);
             }
-            lo = (int64_t)sub->r[p].hi + 1;
-        }
-        if (lo <= hi) {
-            if (out.n == ARRAYSPEC_MAX_RANGES)
+            if (x < 0)
+                break;
+            /* past x: a range of step 1 at once, one id of a range with a step */
+            lo = sub->r[q].step == 1 ? (int64_t)sub->r[q].hi + 1 : x + 1;
+            if (++looks > ARRAYS_MINUS_LOOKS)
                 return false;
-            out.r[out.n++] = (arrayspec_range){(uint32_t)lo, (uint32_t)hi, 1};
-            out.count += (uint64_t)(hi - lo + 1);
         }
     }
     set_bounds(&out);
@@ -135,84 +153,157 @@ static bool set_minus(arrayspec *s, const arrayspec *sub)
     return true;
 }
 
-/* ---- ahead: the tasks made ahead of the cursor, its ranges bridging ids that are no task ----
+/* ---- ahead: the tasks made ahead of the cursor ----
  *
- * Tasks of a range of step 7 made ahead (tasks released from a whole hold one by one, 7-2100:7)
- * are not neighbours as ids: kept one range each, ARRAYSPEC_MAX_RANGES of them were all that
- * could be made ahead, and the others waited for a cursor that a held array never moves. A
- * range of ahead therefore also holds the ids between two of its tasks that are no task of the
- * array (nor one of skip's, so the two stay disjoint): what is asked of ahead is only ever asked
- * of the array's tasks. O(ranges of the list + of skip) per task. */
+ * Tasks of one range of the list made ahead in a row (tasks released from a whole hold one by
+ * one, `rnx job release ID_[7-2100:7]`) are kept as one range of that range's step (7-2100:7),
+ * however the ids between are taken: by no task, or by tasks of another range of the list that
+ * interleaves with it (0-1000:2,1-1001:2), made or not; kept one range each, ARRAYSPEC_MAX_RANGES
+ * of them were all that could be made ahead, and the others waited for a cursor that a held
+ * array never moves. A range of step 1 also bridges the ids between two of its tasks that are no
+ * task of the array (nor one of skip's, so the two stay disjoint; rows saved before steps were
+ * kept have such ranges only): what is asked of ahead is only ever asked of the array's tasks.
+ * The ranges never share an id (the text saved parses back). O(ranges of the list, of skip and of
+ * ahead) per task. Where its tasks released from the hold would need more ranges than that, the
+ * release is refused up front (released_fit), as a hold of tasks not made yet is. */
 
-/* Whether ids lo..hi (none when lo > hi) hold no task of a's list and none of skip's. */
-static bool ahead_gap_free(const jarray *a, int64_t lo, int64_t hi)
+/* The first id of lo, lo+k, ... up to hi (none when lo > hi) that is a task of a's list (but of
+ * its range own, when not NULL), one of skip's, or (s not NULL) one that s holds: what a range of
+ * ahead cannot bridge; -1 when none. */
+static int64_t ahead_block(const jarray *a, const arrayspec *s, int64_t lo, int64_t hi, uint32_t k,
+                           const arrayspec_range *own)
 {
     if (lo > hi)
-        return true;
-    for (size_t i = 0; i < a->spec.n; i++) {
-        const arrayspec_range *r = &a->spec.r[i];
-        if ((int64_t)r->hi < lo || (int64_t)r->lo > hi)
-            continue;
-        int64_t first = lo <= (int64_t)r->lo ? r->lo : r->lo + ((lo - r->lo) + r->step - 1) / r->step * r->step;
-        if (first <= hi && first <= (int64_t)r->hi)
-            return false;
-    }
-    for (size_t i = 0; i < a->skip.n; i++)
-        if ((int64_t)a->skip.r[i].hi >= lo && (int64_t)a->skip.r[i].lo <= hi)
-            return false;
-    return true;
+        return -1;
+    int64_t best = -1;
+    const arrayspec *sets[3] = {&a->spec, &a->skip, s};
+    for (size_t w = 0; w < 3; w++)
+        for (size_t i = 0; sets[w] && i < sets[w]->n; i++) {
+            const arrayspec_range *r = &sets[w]->r[i];
+            if (r == own || (int64_t)r->hi < lo || (int64_t)r->lo > (best >= 0 ? best : hi))
+                continue;
+            int64_t x = arrayspec_first_common(lo, k, hi, r->lo, r->step, r->hi);
+            if (x >= 0 && (best < 0 || x < best))
+                best = x;
+        }
+    return best;
 }
 
-/* Of set s (ahead, or a copy), where t goes: *i the first range above it, *prev and *next
- * whether the ranges around it join it (only ids that are no task lie between). true when s
- * holds t already. */
-static bool ahead_where(const jarray *a, const arrayspec *s, uint32_t t, size_t *i, bool *prev, bool *next)
+/* The step of the list's range holding task t (1 for a single task). */
+static uint32_t task_step(const jarray *a, uint32_t t)
 {
-    if (s->n && arrayspec_has(s, t))
+    const arrayspec_range *r = arrayspec_range_of(&a->spec, t);
+    return r && r->lo < r->hi ? r->step : 1;
+}
+
+/* Of s's range i, whether it takes step k at an end: a single id, or a range of that step. */
+static bool takes_step(const arrayspec *s, size_t i, uint32_t k)
+{
+    return s->r[i].lo == s->r[i].hi || s->r[i].step == k;
+}
+
+/* How t joins set s (ahead, or a copy): below/above the ranges it joins at their end/start (-1
+ * none), k the step the joined range has. In this order: (1) the range ending at t - k, k the
+ * step of t's range of the list, and with it the one starting at t + k, of that step too; (2) the
+ * range starting at t + k; (3) bridging ids that are no task: the range of step 1 (or single id)
+ * ending last below t and the one starting first above it, k 1, each when the ids between are
+ * no task, none of skip's and none of s's. */
+typedef struct ahead_join {
+    int64_t below, above;
+    uint32_t k;
+} ahead_join;
+
+/* true when s holds t already; else *j says how it joins (none: a range of its own). */
+static bool ahead_where(const jarray *a, const arrayspec *s, uint32_t t, ahead_join *j)
+{
+    *j = (ahead_join){-1, -1, 1};
+    if (!s->n)
+        return false;
+    if (arrayspec_has(s, t))
         return true;
-    *i = 0;
-    while (*i < s->n && s->r[*i].lo < t)
-        (*i)++;
-    *prev = *i > 0 && ahead_gap_free(a, (int64_t)s->r[*i - 1].hi + 1, (int64_t)t - 1);
-    *next = *i < s->n && ahead_gap_free(a, (int64_t)t + 1, (int64_t)s->r[*i].lo - 1);
+    uint32_t k = task_step(a, t);
+    int64_t lb = -1, la = -1; /* (3): the candidates */
+    for (size_t i = 0; i < s->n; i++) {
+        const arrayspec_range *r = &s->r[i];
+        if ((uint64_t)r->hi + k == t && takes_step(s, i, k))
+            j->below = (int64_t)i;
+        else if ((uint64_t)t + k == r->lo && takes_step(s, i, k))
+            j->above = (int64_t)i;
+        if (takes_step(s, i, 1)) {
+            if (r->hi < t && (lb < 0 || r->hi > s->r[lb].hi))
+                lb = (int64_t)i;
+            if (r->lo > t && (la < 0 || r->lo < s->r[la].lo))
+                la = (int64_t)i;
+        }
+    }
+    if (j->below >= 0 || j->above >= 0) {
+        j->k = k;
+        return false;
+    }
+    if (lb >= 0 && ahead_block(a, s, (int64_t)s->r[lb].hi + 1, (int64_t)t - 1, 1, NULL) < 0)
+        j->below = lb;
+    if (la >= 0 && ahead_block(a, s, (int64_t)t + 1, (int64_t)s->r[la].lo - 1, 1, NULL) < 0)
+        j->above = la;
     return false;
 }
 
 /* Whether ahead_add(a, s, t) would fit. */
 static bool ahead_fits(const jarray *a, const arrayspec *s, uint32_t t)
 {
-    size_t i;
-    bool prev, next;
-    return ahead_where(a, s, t, &i, &prev, &next) || prev || next || s->n < ARRAYSPEC_MAX_RANGES;
+    ahead_join j;
+    return ahead_where(a, s, t, &j) || j.below >= 0 || j.above >= 0 || s->n < ARRAYSPEC_MAX_RANGES;
 }
 
-/* t added to s (ahead, or a copy), joined to the ranges around it as ahead_where says: false, s
- * unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges. */
+/* s's range i moved to its place in the order of first ids (its lo changed, or it is new). */
+static void ahead_resort(arrayspec *s, size_t i)
+{
+    arrayspec_range r = s->r[i];
+    while (i > 0 && s->r[i - 1].lo > r.lo) {
+        s->r[i] = s->r[i - 1];
+        i--;
+    }
+    while (i + 1 < s->n && s->r[i + 1].lo < r.lo) {
+        s->r[i] = s->r[i + 1];
+        i++;
+    }
+    s->r[i] = r;
+}
+
+/* t added to s (ahead, or a copy), joined as ahead_where says: false, s unchanged, when that
+ * needs more than ARRAYSPEC_MAX_RANGES ranges. */
 static bool ahead_add(const jarray *a, arrayspec *s, uint32_t t)
 {
-    size_t i;
-    bool prev, next;
-    if (ahead_where(a, s, t, &i, &prev, &next))
+    ahead_join j;
+    if (ahead_where(a, s, t, &j))
         return true;
-    if (!prev && !next && s->n == ARRAYSPEC_MAX_RANGES)
-        return false;
-    if (prev && next) {
-        s->count += (uint64_t)(s->r[i].lo - s->r[i - 1].hi) - 1;
-        s->r[i - 1].hi = s->r[i].hi;
-        memmove(&s->r[i], &s->r[i + 1], (s->n - i - 1) * sizeof *s->r);
-        s->n--;
-    } else if (prev) {
-        s->count += (uint64_t)(t - s->r[i - 1].hi);
-        s->r[i - 1].hi = t;
-    } else if (next) {
-        s->count += (uint64_t)(s->r[i].lo - t);
-        s->r[i].lo = t;
+    if (j.below < 0 && j.above < 0) {
+        if (s->n == ARRAYSPEC_MAX_RANGES)
+            return false;
+        s->r[s->n++] = (arrayspec_range){t, t, 1};
+        ahead_resort(s, s->n - 1);
+    } else if (j.below >= 0) {
+        arrayspec_range *b = &s->r[j.below];
+        s->count -= arrayspec_range_count(b);
+        b->hi = t;
+        b->step = j.k;
+        if (j.above >= 0) { /* (t fills the gap between the two) */
+            s->count -= arrayspec_range_count(&s->r[j.above]);
+            b->hi = s->r[j.above].hi;
+            memmove(&s->r[j.above], &s->r[j.above + 1], (s->n - (size_t)j.above - 1) * sizeof *s->r);
+            s->n--;
+            b = &s->r[j.below < j.above ? j.below : j.below - 1];
+        }
+        s->count += arrayspec_range_count(b);
     } else {
-        memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
-        s->r[i] = (arrayspec_range){t, t, 1};
-        s->n++;
-        s->count++;
+        arrayspec_range *u = &s->r[j.above];
+        s->count -= arrayspec_range_count(u);
+        u->lo = t;
+        u->step = j.k;
+        s->count += arrayspec_range_count(u);
+        ahead_resort(s, (size_t)j.above);
     }
+    if (j.below < 0 && j.above < 0)
+        s->count++;
     set_bounds(s);
     return true;
 }
@@ -223,25 +314,29 @@ static bool ahead_del(jarray *a, uint32_t t)
 {
     arrayspec *s = &a->ahead;
     size_t i = 0;
-    while (i < s->n && s->r[i].hi < t)
+    while (i < s->n && !(s->r[i].lo <= t && t <= s->r[i].hi && (t - s->r[i].lo) % s->r[i].step == 0))
         i++;
-    if (i == s->n || s->r[i].lo > t)
+    if (i == s->n)
         return true;
     arrayspec_range r = s->r[i];
-    bool left = r.lo < t && !ahead_gap_free(a, r.lo, (int64_t)t - 1);
-    bool right = r.hi > t && !ahead_gap_free(a, (int64_t)t + 1, r.hi);
+    uint32_t k = r.step;
+    bool left = r.lo < t && ahead_block(a, NULL, r.lo, (int64_t)t - k, k, NULL) >= 0;
+    bool right = r.hi > t && ahead_block(a, NULL, (int64_t)t + k, r.hi, k, NULL) >= 0;
     if (left && right && s->n == ARRAYSPEC_MAX_RANGES)
         return false;
-    s->count -= (uint64_t)(r.hi - r.lo) + 1;
+    s->count -= arrayspec_range_count(&r);
+    arrayspec_range lr = {r.lo, t - k, t - k > r.lo ? k : 1}, rr = {t + k, r.hi, r.hi > t + k ? k : 1};
     if (left && right) {
         memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof *s->r);
         s->n++;
-        s->r[i] = (arrayspec_range){r.lo, t - 1, 1};
-        s->r[i + 1] = (arrayspec_range){t + 1, r.hi, 1};
-        s->count += (uint64_t)(r.hi - r.lo);
+        s->r[i] = lr;
+        s->r[i + 1] = rr;
+        ahead_resort(s, i + 1);
+        s->count += arrayspec_range_count(&lr) + arrayspec_range_count(&rr);
     } else if (left || right) {
-        s->r[i] = left ? (arrayspec_range){r.lo, t - 1, 1} : (arrayspec_range){t + 1, r.hi, 1};
-        s->count += (uint64_t)(s->r[i].hi - s->r[i].lo) + 1;
+        s->r[i] = left ? lr : rr;
+        ahead_resort(s, i);
+        s->count += arrayspec_range_count(left ? &lr : &rr);
     } else {
         memmove(&s->r[i], &s->r[i + 1], (s->n - i - 1) * sizeof *s->r);
         s->n--;
@@ -576,6 +671,20 @@ int arrays_next(jarray *a, uint32_t *task)
     return rc;
 }
 
+/* Of range r of a's list, how many of its tasks from t on (at most room) are canceled before
+ * they were made or made ahead, one after the other: 0 when t is neither. O(ranges). */
+static uint64_t gone_run(const jarray *a, const arrayspec_range *r, uint32_t t, uint64_t room)
+{
+    const arrayspec_range *g = a->skip.n ? arrayspec_range_of(&a->skip, t) : NULL;
+    if (!g && a->ahead.n)
+        g = arrayspec_range_of(&a->ahead, t);
+    if (!g)
+        return 0;
+    /* (a range of ahead of another step holds t, not the next of r's tasks) */
+    uint64_t n = r->step % g->step == 0 ? (uint64_t)(g->hi - t) / r->step + 1 : 1;
+    return n < room ? n : room;
+}
+
 uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
 {
     uint32_t n = 0;
@@ -584,7 +693,7 @@ uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
     /* arrays_next passed the canceled ones at the cursor; a long run of them further on is
      * looked into a bounded way (places), the rest found at later passes as the cursor moves.
      * Range by range from the cursor's: a place costs O(1) to find, and a run of tasks canceled
-     * or made ahead (skip's and ahead's ranges, of step 1) is passed in one step: a list of 250
+     * or made ahead (gone_run: skip's ranges, and ahead's) is passed in one step: a list of 250
      * ranges with every task but two canceled cost 0.7 ms a look, at each scheduler pass */
     uint64_t k = a->made, end = a->made + 4096 + max, off = k;
     size_t i = 0;
@@ -599,14 +708,11 @@ uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
             continue;
         }
         uint32_t t = r->lo + (uint32_t)off * r->step;
-        const arrayspec_range *gone = a->skip.n ? arrayspec_range_of(&a->skip, t) : NULL;
-        if (!gone && a->ahead.n)
-            gone = arrayspec_range_of(&a->ahead, t);
-        uint64_t past = 1;
-        if (!gone)
+        uint64_t past = gone_run(a, r, t, c - off);
+        if (!past) {
             tasks[n++] = t;
-        else if ((past = (uint64_t)(gone->hi - t) / r->step + 1) > c - off) /* (t ... gone->hi, all gone) */
-            past = c - off;
+            past = 1;
+        }
         off += past;
         k += past;
     }
@@ -733,51 +839,149 @@ static size_t range_at(const arrayspec *s, uint64_t p, uint64_t *off)
     return i;
 }
 
-/* The lowest start above t of a set's ranges (step 1, in order), or UINT64_MAX. */
-static uint64_t next_lo(const arrayspec *s, uint32_t t)
+/* Of range r of a's list, how many of its tasks from t on (at most room; t is one still to make)
+ * are still to make, one after the other: up to the first that skip or ahead holds. O(ranges). */
+static uint64_t todo_run(const jarray *a, const arrayspec_range *r, uint32_t t, uint64_t room)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (s->r[i].lo > t)
-            return s->r[i].lo;
-    return UINT64_MAX;
+    uint64_t run = room;
+    int64_t hi = (int64_t)t + (int64_t)(room - 1) * r->step;
+    const arrayspec *sets[2] = {&a->skip, &a->ahead};
+    for (size_t w = 0; w < 2; w++)
+        for (size_t i = 0; i < sets[w]->n; i++) {
+            const arrayspec_range *g = &sets[w]->r[i];
+            if ((int64_t)g->hi < t || g->lo > hi)
+                continue;
+            int64_t x = arrayspec_first_common(t, r->step, hi, g->lo, g->step, g->hi);
+            if (x >= 0 && (uint64_t)(x - t) / r->step < run)
+                run = (uint64_t)(x - t) / r->step;
+        }
+    return run;
 }
 
-uint64_t arrays_released_left(const jarray *a, uint32_t *first, uint64_t upto)
+/* Walks a's tasks released from its hold and not made yet (nor canceled), from the cursor on, in
+ * the list's order: each run of them in one range r of the list, n tasks from t (place p), to
+ * fn, which says whether to go on. Range by range of released: a run of tasks canceled or made
+ * ahead passed in one step, a run of tasks still to make handed in one. */
+typedef bool (*released_fn)(void *ctx, const arrayspec_range *r, uint64_t p, uint32_t t, uint64_t n);
+static void released_runs(const jarray *a, released_fn fn, void *ctx)
 {
-    uint64_t n = 0;
     if (arrays_canceled(a))
-        return 0;
-    /* range by range of released, from the cursor on: a run of tasks canceled or made ahead (skip's
-     * and ahead's ranges) passed in one step, a run of tasks still to make counted in one */
-    for (size_t l = 0; l < a->released.n && n < upto; l++) {
+        return;
+    for (size_t l = 0; l < a->released.n; l++) {
         uint64_t p = a->released.r[l].lo > a->made ? a->released.r[l].lo : a->made, hi = a->released.r[l].hi;
-        while (p <= hi && p < a->spec.count && n < upto) {
+        while (p <= hi && p < a->spec.count) {
             uint64_t off;
             const arrayspec_range *r = &a->spec.r[range_at(&a->spec, p, &off)];
             uint64_t room = arrayspec_range_count(r) - off;
             if (hi - p + 1 < room)
                 room = hi - p + 1;
             uint32_t t = r->lo + (uint32_t)off * r->step;
-            const arrayspec_range *gone = a->skip.n ? arrayspec_range_of(&a->skip, t) : NULL;
-            if (!gone && a->ahead.n)
-                gone = arrayspec_range_of(&a->ahead, t);
-            if (gone) {
-                uint64_t past = (uint64_t)(gone->hi - t) / r->step + 1;
-                p += past < room ? past : room;
+            uint64_t past = gone_run(a, r, t, room);
+            if (past) {
+                p += past;
                 continue;
             }
-            uint64_t nx = next_lo(&a->skip, t), nx2 = next_lo(&a->ahead, t), run = room;
-            if (nx2 < nx)
-                nx = nx2;
-            if (nx != UINT64_MAX && (nx - 1 - t) / r->step + 1 < run)
-                run = (nx - 1 - t) / r->step + 1;
-            if (!n && first)
-                *first = t;
-            n += run;
+            uint64_t run = todo_run(a, r, t, room);
+            if (!fn(ctx, r, p, t, run))
+                return;
             p += run;
         }
     }
-    return n;
+}
+
+struct released_count {
+    uint64_t n, upto;
+    uint32_t *first;
+};
+
+static bool released_count_run(void *ctx, const arrayspec_range *r, uint64_t p, uint32_t t, uint64_t n)
+{
+    (void)r, (void)p;
+    struct released_count *c = ctx;
+    if (!c->n && c->first)
+        *c->first = t;
+    c->n += n;
+    return c->n < c->upto;
+}
+
+uint64_t arrays_released_left(const jarray *a, uint32_t *first, uint64_t upto)
+{
+    struct released_count c = {.upto = upto, .first = first};
+    if (upto)
+        released_runs(a, released_count_run, &c);
+    return c.n;
+}
+
+/* Whether every task released from a's hold and not made yet can be made as the scheduler makes
+ * them (arrays_released_next: one after the other in the list's order, the cursor's moving the
+ * cursor, the others going into ahead), ahead's ranges staying within ARRAYSPEC_MAX_RANGES: made
+ * so on a copy of ahead, a run of tasks of one range of the list in a few steps (the tasks in its
+ * middle only ever extend the range its first went into, as ahead_add would, one by one).
+ * O(runs x ranges). false, *bad the first task that would not fit, otherwise. */
+struct released_sim {
+    const jarray *a;
+    arrayspec *s;
+    uint64_t made;
+    uint32_t bad;
+    bool ok;
+};
+
+static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, uint32_t t, uint64_t n)
+{
+    struct released_sim *m = ctx;
+    arrayspec *s = m->s;
+    if (p == m->made) { /* (at the cursor: each moves it) */
+        m->made += n;
+        return true;
+    }
+    uint32_t k = r->step, x = t, last = t + (uint32_t)(n - 1) * k;
+    bool added = ahead_add(m->a, s, x);
+    for (uint32_t tries = 0; added && x != last; tries++) {
+        if (tries > 2 * ARRAYSPEC_MAX_RANGES + 16) { /* (not seen: refused, as not kept) */
+            added = false;
+            break;
+        }
+        const arrayspec_range *g = arrayspec_range_of(s, x);
+        size_t i = (size_t)(g - s->r);
+        uint32_t y = x; /* the task the range holding x is extended to: each one between as ahead_add would */
+        if (g->hi == x && last - x >= 2 * k && takes_step(s, i, k)) {
+            y = last - k; /* ahead_where's (1): the next after x joins it, none its next range */
+        } else if (g->hi == x && last - x >= 2 * k && g->step == 1) {
+            /* (3), bridging on step 1: each task u while u - k .. u + k holds no other task, no id of
+             * skip's or of another range of ahead (none starts there to join) */
+            int64_t b = ahead_block(m->a, s, (int64_t)x + 1, (int64_t)last - 1, 1, r);
+            int64_t upto = b < 0 ? (int64_t)last - k : b - k;
+            if (upto > (int64_t)last - k)
+                upto = (int64_t)last - k;
+            if (upto >= (int64_t)x + k)
+                y = x + (uint32_t)((upto - x) / k) * k;
+        }
+        if (y != x) {
+            s->count -= arrayspec_range_count(&s->r[i]);
+            s->r[i].hi = y;
+            s->r[i].step = g->lo == x ? k : s->r[i].step;
+            s->count += arrayspec_range_count(&s->r[i]);
+            set_bounds(s);
+            x = y;
+        }
+        x += k;
+        added = ahead_add(m->a, s, x);
+    }
+    if (!added) {
+        m->ok = false;
+        m->bad = x;
+    }
+    return added;
+}
+
+static bool released_fit(const jarray *a, uint32_t *bad)
+{
+    struct released_sim m = {.a = a, .s = xmalloc(sizeof *m.s), .made = a->made, .ok = true};
+    *m.s = a->ahead;
+    released_runs(a, released_sim_run, &m);
+    free(m.s);
+    *bad = m.bad;
+    return m.ok;
 }
 
 int arrays_released_next(const jarray *a, uint32_t *t)
@@ -898,6 +1102,17 @@ int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_
     uint64_t before = arrays_released_left(a, NULL, UINT64_MAX);
     *was = a->released;
     a->released = *now;
+    /* each released is made ahead of the cursor, kept in ahead: refused now where it could not
+     * all be, not made until ahead is full and the rest left QUEUED for ever */
+    uint32_t bad;
+    if (!released_fit(a, &bad)) {
+        a->released = *was;
+        jerr_http(e, 409, "array %s: task %u could not be made: the tasks released from its hold one by one are made "
+                          "ahead of its list's order, kept as at most %d ranges ahead, and with these they would "
+                          "need more; nothing changed (name fewer ranges, release the whole array: rnx job release "
+                          "%.8s, or hold some again)", a->id, bad, ARRAYSPEC_MAX_RANGES, a->id);
+        goto out;
+    }
     uint64_t after = arrays_released_left(a, NULL, UINT64_MAX);
     if (save(a, e) < 0) {
         a->released = *was;
@@ -1420,7 +1635,21 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
         a->canceled_by = by;
         n = (int64_t)(left - skipped - ahead_left(a));
     } else {
-        if (merge_skip(a, tasks, e) < 0)
+        arrayspec *was = xmalloc(sizeof *was);
+        *was = a->skip;
+        int rc = merge_skip(a, tasks, e);
+        /* held whole with tasks released from it: those left must all still fit in ahead once made
+         * (a task canceled between two cuts their run in two) */
+        uint32_t bad;
+        if (rc == 0 && a->held && a->released.n && !released_fit(a, &bad)) {
+            a->skip = *was;
+            rc = jerr_http(e, 409, "array %s: canceling these would leave the tasks released from its hold one by "
+                                   "one (task %u on) needing more than %d ranges ahead of its list's order to be "
+                                   "made; nothing canceled (cancel them in fewer ranges, or the whole array)",
+                           a->id, bad, ARRAYSPEC_MAX_RANGES);
+        }
+        free(was);
+        if (rc < 0)
             return -1;
         n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
     }

@@ -43,9 +43,11 @@ typedef struct jarray {
     arrayspec skip;            /* tasks canceled before they were made (disjoint ranges of step 1) */
     arrayspec ahead;           /* tasks made out of the list's order, ahead of the cursor (--after=ARRAY:corr:
                                 * a task whose own task completed goes before those that wait; tasks
-                                * released from a whole hold one by one; ranges of step 1 that also hold
-                                * ids between its tasks that are no task, never one of skip's; saved as skip is; one the cursor passes is
-                                * taken out when that keeps the ranges within ARRAYSPEC_MAX_RANGES) */
+                                * released from a whole hold one by one; disjoint ranges, a run of tasks of
+                                * one range of the list made in a row kept as one range of its step, a range
+                                * of step 1 also holding ids between its tasks that are no task, never one of
+                                * skip's; saved as skip is; one the cursor passes is taken out when that keeps
+                                * the ranges within ARRAYSPEC_MAX_RANGES) */
     /* Tasks further on whose own task ended (depend.c pushes them as each ends), to be looked at
      * by the scheduler's pass (queue.c): ready[ready_at..nready), in the order they ended; and
      * those the pass found may start (go): made before the cursor's when the cursor's waits. Not
