@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,42 @@ static void test_throttle_check(void **state)
                                "or 0 for no limit");
 }
 
+/* first_common against a look at each id; and the text of interleaved ranges with steps (an
+ * array's `ahead`, saved in its row: core/arrays.c) parses back to the same ranges */
+static void test_first_common(void **state)
+{
+    (void)state;
+    const int64_t pr[][3] = {{0, 1, 50}, {0, 2, 40}, {1, 2, 41}, {3, 7, 90}, {10, 4, 10}, {5, 6, 95}, {40, 3, 30}};
+    size_t np = sizeof pr / sizeof pr[0];
+    for (size_t i = 0; i < np; i++)
+        for (size_t j = 0; j < np; j++) {
+            int64_t want = -1;
+            for (int64_t x = pr[i][0]; x <= pr[i][2] && want < 0; x += pr[i][1])
+                if (x >= pr[j][0] && x <= pr[j][2] && (x - pr[j][0]) % pr[j][1] == 0)
+                    want = x;
+            assert_int_equal(arrayspec_first_common(pr[i][0], pr[i][1], pr[i][2], pr[j][0], pr[j][1], pr[j][2]),
+                             want);
+        }
+    assert_int_equal(arrayspec_first_common(0, 2, 4000000, 1, 2, 3999999), -1);
+    assert_int_equal(arrayspec_first_common(3999998, 3999999, 4000000, 0, 1, 4000000), 3999998);
+    jerr e = {0};
+    char out[128];
+    assert_int_equal(arrayspec_parse("1-401:2,2-600:2,700,702-704", "ahead", false, &a, &e), 0);
+    arrayspec_format(&a, false, out, sizeof out);
+    assert_string_equal(out, "1-401:2,2-600:2,700,702-704");
+    assert_int_equal(a.count, 201 + 300 + 1 + 3);
+    assert_true(arrayspec_has(&a, 401) && arrayspec_has(&a, 600) && !arrayspec_has(&a, 403) && !arrayspec_has(&a, 701));
+    /* the widest range text there is, 256 times: what the row's buffer for ahead holds */
+    char big[256 * 24 + 1];
+    size_t l = 0;
+    for (int i = 0; i < 256; i++)
+        l += (size_t)snprintf(big + l, sizeof big - l, "%s%d-%d:%d", i ? "," : "", 1000000 + i, 3999000 + i, 2999000);
+    assert_int_equal(arrayspec_parse(big, "ahead", false, &b, &e), 0);
+    char back[6400];
+    arrayspec_format(&b, false, back, sizeof back);
+    assert_string_equal(back, big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_range_of),
         cmocka_unit_test(test_count_from),
+        cmocka_unit_test(test_first_common),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_throttle_check),
