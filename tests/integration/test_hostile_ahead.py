@@ -74,3 +74,24 @@ def test_a_release_that_ahead_cannot_keep_is_refused_up_front(fresh_daemon):
         assert counts(d, aid) == {"COMPLETED": len(want), "CANCELED": 300, "HELD": 2002 - 300 - len(want)}
     finally:
         d.rnx("job", "cancel", aid)
+
+
+def test_a_cancel_that_would_leave_released_tasks_unkept_is_refused(fresh_daemon):
+    """Released whole but task 0 (two runs, kept), the tasks waiting for their --schedule time: a
+    cancel of tasks 4-5, 12-13, ... between them would cut those runs into some 300, more than
+    ahead keeps once they are made: refused (409, nothing canceled), not left QUEUED for ever. A
+    cancel of a few goes."""
+    d = fresh_daemon(CFG)
+    aid = d.rnx("job", "run", "--hold", "--schedule=1h", "--array=0-2000:2,1-2001:2", "true",
+                check=True).stdout.split()[-1]
+    ref = aid[:8]
+    try:
+        d.rnx("job", "release", f"{ref}_[1-2001]", check=True)
+        assert counts(d, aid) == {"SCHEDULED": 2001, "HELD": 1}, counts(d, aid)
+        code, r = d.api("POST", f"/v1/jobs/{aid}_[4-1196:8,5-1197:8]/cancel")
+        assert code == 409 and "ranges ahead" in r["error"]["message"], (code, r)
+        assert counts(d, aid) == {"SCHEDULED": 2001, "HELD": 1}, counts(d, aid)
+        d.rnx("job", "cancel", f"{ref}_[4-40:8,5-41:8]", check=True)
+        assert counts(d, aid) == {"SCHEDULED": 2001 - 10, "HELD": 1, "CANCELED": 10}, counts(d, aid)
+    finally:
+        d.rnx("job", "cancel", aid)
