@@ -698,8 +698,13 @@ static enum MHD_Result job_control(request *r, job *j, const char *action)
         /* an ended job runs again as its owner: what the owner may do now (the account, its
          * groups, isolation.require_gvisor) is known before the requeue decides (an admin's
          * requeue of another's job waits for the owner's look-up as the owner's own would) */
-        if (job_state_terminal(j->state) && !park_for_account_known(r, j->owner_uid, false, &e))
-            return e.msg[0] ? http_reply_error(r->conn, &e) : MHD_YES;
+        if (job_state_terminal(j->state)) {
+            /* the same job when the request runs again (park.h): its name may be another's by
+             * then (a job of that name started meanwhile, which a name of an action prefers) */
+            snprintf(r->park->named, sizeof r->park->named, "%s", j->id);
+            if (!park_for_account_known(r, j->owner_uid, false, &e))
+                return e.msg[0] ? http_reply_error(r->conn, &e) : MHD_YES;
+        }
         rc = job_ctl_requeue(j, r->who.uid, query_true(r, "hold"), &e);
         /* a suspended job thawed for it whose requeue failed is frozen again (job_ctl.c): its
          * error is answered once the freezer says so, or after a second, as a suspend is (the

@@ -169,8 +169,9 @@ int cmd_batch_plan(int argc, char **argv, sbatch_list *run, sbatch_list *run_whe
         }
     }
     sbatch_merge(&plan, &cl);
-    if (!plan.slot[SB_NAME])
-        plan.slot[SB_NAME] = xstrdup(script ? base_name(script) : "wrap"); /* sbatch's default name */
+    /* sbatch's default name, unless rnx job run's --name gives one (in the script or here) */
+    if (!plan.slot[SB_NAME] && !sbatch_rnx_gives(&plan, "--name"))
+        plan.slot[SB_NAME] = xstrdup(script ? base_name(script) : "wrap");
     for (size_t i = 0; i < plan.notes.n; i++)
         fprintf(stderr, "rnx: note: %s\n", plan.notes.v[i]);
     sbatch_list flags = {0}, where = {0};

@@ -729,9 +729,51 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
 /* The flag a pass-through rnx flag sets ("--runtime" of "--runtime=x") */
 static size_t flag_len(const char *f) { return strcspn(f, "="); }
 
+/* The flag of rnx job run that slot k comes to (sbatch_flags), NULL for --export (--env, which
+ * may be given many times). */
+static const char *slot_flag(int k)
+{
+    static const char *const flags[SB_NSLOTS] = {
+        [SB_ARRAY] = "--array",         [SB_NAME] = "--name",           [SB_TIME] = "--max-runtime",
+        [SB_MEM] = "--max-memory",      [SB_MEM_PER_CPU] = "--max-memory", [SB_MEM_PER_GPU] = "--max-memory",
+        [SB_CPUS] = "--max-cpu",        [SB_GPUS] = "--gpu",            [SB_GPU_TYPE] = "--gpu-type",
+        [SB_DEPENDENCY] = "--dependency", [SB_BEGIN] = "--schedule",    [SB_SIGNAL] = "--signal",
+        [SB_PRIORITY] = "--priority",   [SB_WORKDIR] = "--workdir",
+    };
+    return k >= 0 && k < SB_NSLOTS ? flags[k] : NULL;
+}
+
+/* Whether rnx flag f ("--name=x") is the flag name ("--name"). */
+static bool flag_is(const char *f, const char *name)
+{
+    return name && flag_len(f) == strlen(name) && !memcmp(f, name, strlen(name));
+}
+
+/* Whether one of list's flags is the flag name. */
+static bool list_gives(const sbatch_list *list, const char *name)
+{
+    for (size_t j = 0; j < list->n; j++)
+        if (flag_is(list->v[j], name))
+            return true;
+    return false;
+}
+
+bool sbatch_rnx_gives(const sbatch_plan *p, const char *flag) { return list_gives(&p->rnx, flag); }
+
 void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
 {
     bool cl_gpus = cl->slot[SB_GPUS] != NULL, cl_export = cl->slot[SB_EXPORT] != NULL;
+    /* one option said two ways, sbatch's in one place and rnx job run's in the other (-J in the
+     * script, --name on the command line; --time and --max-runtime): the command line's wins
+     * too, as rnx job run takes a flag once. The script's slot is not said (p->unsaid), or the
+     * script's rnx flag is dropped with those below. */
+    unsigned cl_slots = 0;
+    for (int i = 0; i < SB_NSLOTS; i++) {
+        if (cl->slot[i] || (i == SB_GPU_TYPE && cl_gpus))
+            cl_slots |= 1u << i;
+        if (!cl->slot[i] && slot_flag(i) && list_gives(&cl->rnx, slot_flag(i)))
+            p->unsaid |= 1u << i;
+    }
     /* a memory option on the command line replaces the script's, whichever of the three it is */
     if (cl->slot[SB_MEM] || cl->slot[SB_MEM_PER_CPU] || cl->slot[SB_MEM_PER_GPU])
         for (int k = SB_MEM; k <= SB_MEM_PER_GPU; k++) {
@@ -751,13 +793,16 @@ void sbatch_merge(sbatch_plan *p, sbatch_plan *cl)
         p->export_vars = cl->export_vars;
         cl->export_vars = (sbatch_list){0};
     }
-    /* rnx flags: the script's of a flag the command line gives are dropped */
+    /* rnx flags: the script's of a flag the command line gives are dropped (as an rnx flag, or
+     * as the sbatch option that comes to it) */
     size_t k = 0;
     for (size_t i = 0; i < p->rnx.n; i++) {
         bool given = false;
         for (size_t j = 0; j < cl->rnx.n && !given; j++)
             given = flag_len(p->rnx.v[i]) == flag_len(cl->rnx.v[j]) &&
                     !memcmp(p->rnx.v[i], cl->rnx.v[j], flag_len(p->rnx.v[i]));
+        for (int s = 0; s < SB_NSLOTS && !given; s++)
+            given = (cl_slots >> s & 1) && flag_is(p->rnx.v[i], slot_flag(s));
         if (given) {
             free(p->rnx.v[i]);
             free(p->rnx_where.v[i]);
@@ -794,23 +839,20 @@ static void emit(sbatch_list *out, sbatch_list *where, char *flag, const char *w
 void sbatch_flags(const sbatch_plan *p, sbatch_list *out, sbatch_list *where)
 {
     char *const *s = p->slot, *const *w = p->slot_where;
-    static const struct {
-        int slot;
-        const char *flag;
-    } direct[] = {{SB_ARRAY, "--array"},   {SB_NAME, "--name"},         {SB_TIME, "--max-runtime"},
-                  {SB_GPUS, "--gpu"},      {SB_GPU_TYPE, "--gpu-type"}, {SB_DEPENDENCY, "--dependency"},
-                  {SB_BEGIN, "--schedule"}, {SB_SIGNAL, "--signal"},    {SB_PRIORITY, "--priority"},
-                  {SB_WORKDIR, "--workdir"}};
+    static const int direct[] = {SB_ARRAY, SB_NAME,   SB_TIME,   SB_GPUS,     SB_GPU_TYPE,
+                                 SB_DEPENDENCY, SB_BEGIN, SB_SIGNAL, SB_PRIORITY, SB_WORKDIR};
     for (size_t i = 0; i < ARRAY_LEN(direct); i++) {
-        int k = direct[i].slot;
+        int k = direct[i];
         /* "" is "none" for a time limit (UNLIMITED) and a start time (now); any other empty
          * value goes as given, for rnx job run to refuse (--array=, --priority=) */
-        if (s[k] && (*s[k] || (k != SB_TIME && k != SB_BEGIN)))
-            emit(out, where, xprintf("%s=%s", direct[i].flag, s[k]), w[k]);
+        if (s[k] && (*s[k] || (k != SB_TIME && k != SB_BEGIN)) && !(p->unsaid >> k & 1))
+            emit(out, where, xprintf("%s=%s", slot_flag(k), s[k]), w[k]);
     }
+    /* (-c and the GPUs still count for a memory per CPU or per GPU when their own flag is the
+     * command line's: unsaid) */
     long long cpus = s[SB_CPUS] ? atoll(s[SB_CPUS]) : 0;
     long long gpus = s[SB_GPUS] && *s[SB_GPUS] ? atoll(s[SB_GPUS]) : 0;
-    if (cpus)
+    if (cpus && !(p->unsaid >> SB_CPUS & 1))
         emit(out, where, xprintf("--max-cpu=%lld", cpus * 100), w[SB_CPUS]);
     /* memory: --mem, else per CPU (times -c, 1 without), else per GPU; "" (0) for none */
     long long mem = -1;
@@ -821,7 +863,7 @@ void sbatch_flags(const sbatch_plan *p, sbatch_list *out, sbatch_list *where)
         mem = *s[SB_MEM_PER_CPU] ? atoll(s[SB_MEM_PER_CPU]) * (cpus ? cpus : 1) : 0, mem_slot = SB_MEM_PER_CPU;
     else if (s[SB_MEM_PER_GPU] && gpus)
         mem = *s[SB_MEM_PER_GPU] ? atoll(s[SB_MEM_PER_GPU]) * gpus : 0, mem_slot = SB_MEM_PER_GPU;
-    if (mem > 0)
+    if (mem > 0 && !(p->unsaid >> mem_slot & 1))
         emit(out, where, xprintf("--max-memory=%lld", mem), w[mem_slot]);
     /* what sbatch tells a job of itself (SLURM_JOB_ID...): joblet's, from the request */
     emit(out, where, xstrdup("--slurm-env"), "");

@@ -40,6 +40,10 @@ typedef struct sbatch_plan {
     sbatch_list rnx;
     sbatch_list rnx_where; /* where each of rnx was given, as slot_where */
     sbatch_list notes;     /* "line 3: #SBATCH --partition=gpu: ..." for options with no effect here */
+    /* slots (bit 1 << slot) whose rnx flag is not emitted: the script's, where the command line
+     * gives that flag of rnx job run itself (-J in the script, --name=... on the command line:
+     * the command line's wins, as a slot it sets does) */
+    unsigned unsaid;
     char *interp, *interp_arg; /* the "#!" line's interpreter and its one argument (or NULL) */
     bool wrap;             /* --wrap=CMD: no script; the command runs under /bin/sh -c */
     char *wrap_cmd;
@@ -59,6 +63,9 @@ int sbatch_script(sbatch_plan *p, const char *text, size_t len, time_t now, jerr
 /* The command line's plan over the script's: every slot the command line set wins, --export
  * and the rnx flags of a name it gives replace the script's. cl is emptied into p. */
 void sbatch_merge(sbatch_plan *p, sbatch_plan *cl);
+
+/* Whether the plan's rnx flags (given as they are) include flag ("--name"). */
+bool sbatch_rnx_gives(const sbatch_plan *p, const char *flag);
 
 /* The flags of `rnx job run` the plan comes to, in order, each "--flag=value" (or a switch):
  * the slots', --slurm-env (the job sees SLURM_JOB_ID and the rest: exec/spec_build.c), --env
