@@ -179,7 +179,7 @@ static const struct {
  * (sbatch and docker keep the last: --max-memory=100 ... --max-memory=200 in a long line is
  * more likely a slip than a wish). */
 static const char *const repeatable_flags[] = {"env", "secret-env", "upload", "volume", "device", "after",
-                                               "dependency"};
+                                               "dependency", "stream"};
 
 /* The values the current command line gave each flag so far (reset when a parse starts). */
 static struct {

@@ -126,6 +126,9 @@ def test_stdout_and_stderr_flags_choose_streams(daemon):
     assert (p.stdout, p.stderr) == ("o\n", "e\n")
     p = d.rnx("job", "log", "--stream", "stderr", jid, check=True)
     assert (p.stdout, p.stderr) == ("", "e\n")
+    # --stream given for each (as --stdout --stderr): both, not refused as a flag given twice
+    p = d.rnx("job", "log", "--stream=stdout", "--stream=stderr", jid, check=True)
+    assert (p.stdout, p.stderr) == ("o\n", "e\n")
 
 
 def test_no_follow_returns_what_there_is(daemon):
