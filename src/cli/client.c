@@ -408,7 +408,9 @@ static int request_once(rnx_client *c, const char *method, const char *path, con
             break;
         reused |= k->kept;
         int left = ANSWER_NONE;
-        if (send_request(c, k, method, path, "application/json", payload, payload ? strlen(payload) : 0, keep) < 0)
+        bool sent = send_request(c, k, method, path, "application/json", payload, payload ? strlen(payload) : 0,
+                                 keep) == 0;
+        if (!sent)
             lost(c, k, e, strerror(errno));
         else
             ret = read_answer(c, k, out, e, &left);
@@ -417,8 +419,18 @@ static int request_once(rnx_client *c, const char *method, const char *path, con
             break;
         }
         conn_close(k);
-        if (ret == 0 || !reused || left != ANSWER_NONE)
+        if (ret == 0 || !reused || left != ANSWER_NONE) {
+            /* a change asked whole whose answer never came (joblet killed, restarted) may have
+             * been done and committed before: asking again could do it twice (a second requeue,
+             * a second job) */
+            if (ret < 0 && sent && e->code == ECONNRESET && strcmp(method, "GET") && strcmp(method, "HEAD")) {
+                size_t n = strlen(e->msg);
+                snprintf(e->msg + n, sizeof e->msg - n, "; the request was sent whole, and joblet may have done it "
+                                                         "before the connection went: look (rnx job list, rnx job "
+                                                         "status) before asking again");
+            }
             break;
+        }
     }
     return ret;
 }
