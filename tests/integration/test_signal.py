@@ -264,7 +264,7 @@ def test_signal_at_submission_refusals(d):
         ({"signal": "USR1@0", "max_runtime_s": 60}, "0 seconds is out of range"),
         ({"signal": "USR1@65536", "max_runtime_s": 600000}, "65536 seconds is out of range"),
         ({"signal": "STOP@5", "max_runtime_s": 60}, "rnx job suspend"),
-        ({"signal": 10, "max_runtime_s": 60}, "is not SIG or SIG@SECONDS"),
+        ({"signal": 10, "max_runtime_s": 60}, 'a number (10), not a string; give it as a string: "10"'),
     ]
     for fields, word in cases:
         code, e = d.api("POST", "/v1/jobs", {"command": "true", **fields})
