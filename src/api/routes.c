@@ -587,12 +587,16 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
         uint64_t acted;
         if (parse_signal("signal", query_get(r, "signal"), &sig, &e) < 0)
             return http_reply_error(r->conn, &e);
+        /* tasks named: each one's state in the answer (those running were sent it; the others say
+         * why not: not started, ended), as a cancel's answer says which went how */
+        array_ctl_look l;
+        array_ctl_look_before(a, tasks, &l);
         if (array_ctl_signal(a, tasks, by_state ? &only : NULL, sig, query_true(r, "all"), r->who.uid, &acted, &e) <
-            0)
+            0) {
+            array_ctl_look_free(&l);
             return http_reply_error(r->conn, &e);
-        settle();
-        return http_reply_json(r->conn, 200, json_pack("{s:o,s:I}", "array", array_json(a), "acted",
-                                                       (json_int_t)acted));
+        }
+        return array_acted(r, a, tasks, acted, &l);
     }
     if (acts) {
         enum array_ctl_act act = !strcmp(action, "stop")   ? ARRAY_CTL_STOP

@@ -1434,6 +1434,40 @@ static void print_tasks_acted(json_t *answer, const char *verb, const char *type
     }
 }
 
+/* The answer to a signal sent to tasks named of an array (rnx job kill --signal=USR1 ID_[1-4]):
+ * which were sent it (those running: RUNNING, SUSPENDED, STOPPING) and which not, and why (not
+ * started, ended), by the answer's "went" (each group's state; a signal changes none). */
+static void print_tasks_signaled(json_t *answer, const char *signame, const char *typed)
+{
+    json_t *arr = json_object_get(answer, "array"), *went = json_object_get(answer, "went");
+    const char *id = jstr(arr, "id") ? jstr(arr, "id") : typed, *named = jstr(answer, "named");
+    int64_t acted = 0;
+    jint(answer, "acted", &acted);
+    char refs[2100];
+    size_t n = json_array_size(went);
+    if (!n) { /* more tasks named than the daemon lists one by one: how many */
+        task_refs(id, named ? named : "?", refs, sizeof refs);
+        print_textf(stdout, "sent %s to %lld running task%s of %s\n", signame, (long long)acted, acted == 1 ? "" : "s",
+                    refs);
+        return;
+    }
+    print_textf(stdout, "sent %s to %lld running task%s of array %s:\n", signame, (long long)acted,
+                acted == 1 ? "" : "s", id);
+    for (size_t i = 0; i < n; i++) {
+        json_t *g = json_array_get(went, i);
+        const char *now = jstr(g, "now") ? jstr(g, "now") : "?";
+        task_refs(id, jstr(g, "tasks") ? jstr(g, "tasks") : "?", refs, sizeof refs);
+        enum job_state s;
+        bool known = job_state_parse(now, &s) == 0;
+        if (known && (s == JS_RUNNING || s == JS_SUSPENDED || s == JS_STOPPING))
+            print_textf(stdout, "  %s: %s, sent %s\n", refs, now, signame);
+        else if (!strcmp(now, "DELETED") || (known && job_state_terminal(s)))
+            print_textf(stdout, "  %s: already ended (%s), not sent\n", refs, now);
+        else
+            print_textf(stdout, "  %s: %s, not started, not sent\n", refs, now);
+    }
+}
+
 /* What one of stop, kill, cancel, delete does to one job. */
 typedef struct action {
     const char *which;
@@ -1492,6 +1526,8 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
     bool sig = a->sig && a->sig != SIGKILL, cancel = !strcmp(a->which, "cancel");
     if (ctx->json)
         print_json(answer);
+    else if (sig && json_is_object(arr) && jstr(answer, "named"))
+        print_tasks_signaled(answer, a->signame, id);
     else if (sig && json_is_object(arr) && jint(answer, "acted", &acted))
         print_textf(stdout, "sent %s to %lld running task%s of array %s\n", a->signame, (long long)acted,
                     acted == 1 ? "" : "s", jstr(arr, "id") ? jstr(arr, "id") : id);

@@ -171,6 +171,7 @@ def test_an_array_signals_its_running_tasks(d):
     p = d.rnx("job", "kill", "--signal=USR1", f"{aid}_[0-1]")
     assert p.returncode == 0, p.stderr
     assert "sent SIGUSR1 to 2 running tasks of array" in p.stdout, p.stdout
+    assert "_[0-1]: RUNNING, sent SIGUSR1" in p.stdout, p.stdout  # which were sent it
     wait_for(lambda: lines(d, ids[0], "cmd") == ["USR1"] and lines(d, ids[1], "cmd") == ["USR1"], "tasks 0 and 1")
     assert lines(d, ids[2], "cmd") == []
     code, r = d.api("POST", f"/v1/jobs/{aid}/kill?signal=HUP&all=1")
@@ -181,6 +182,31 @@ def test_an_array_signals_its_running_tasks(d):
     wait_for(lambda: all(d.job(t)["status"] in TERMINAL for t in ids.values()), "the tasks end")
     code, e = d.api("POST", f"/v1/jobs/{aid}/kill?signal=USR1")
     assert code == 409 and "no task runs" in e["error"]["message"], e
+
+
+def test_a_signal_to_tasks_named_says_which_were_sent_it(d):
+    """rnx job kill --signal=USR1 ID_[0-2] of a %2 array: the two running were sent it, the one
+    not started was not, and the answer says so task by task (scancel -s says nothing)."""
+    code, a = d.api("POST", "/v1/jobs", {"command": "bash", "args": ["-c", PROBE], "array": "0-2%2"})
+    assert code == 201, a
+    aid = a["id"]
+
+    def tasks():
+        code, lst = d.api("GET", "/v1/jobs?expand=1")
+        return {j["array"]["task"]: j["id"] for j in lst["jobs"]
+                if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid}
+
+    wait_for(lambda: len(tasks()) == 2 and all(os.path.exists(os.path.join(d.work(t), "up"))
+                                               for t in tasks().values()), "the two tasks' traps")
+    p = d.rnx("job", "kill", "--signal=USR1", f"{aid}_[0-2]")
+    assert p.returncode == 0, p.stderr
+    assert "sent SIGUSR1 to 2 running tasks of array" in p.stdout, p.stdout
+    assert "_[0-1]: RUNNING, sent SIGUSR1" in p.stdout and "_2: QUEUED, not started, not sent" in p.stdout, p.stdout
+    code, r = d.api("POST", f"/v1/jobs/{aid}_[0-2]/kill?signal=USR1")
+    assert code == 200 and r["named"] == "0-2" and {g["now"] for g in r["went"]} == {"RUNNING", "QUEUED"}, r
+    d.api("POST", f"/v1/jobs/{aid}/cancel")
+    d.api("POST", f"/v1/jobs/{aid}/kill")
+    wait_for(lambda: all(d.job(t)["status"] in TERMINAL for t in tasks().values()), "the tasks end")
 
 
 @pytest.mark.skipif(shutil.which("runsc") is None, reason="runsc is not installed (scripts/install-deps.sh installs it)")
