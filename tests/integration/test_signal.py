@@ -155,15 +155,20 @@ def test_a_suspended_job_gets_the_signal_when_it_is_resumed(d):
     end(d, jid)
 
 
+def array_tasks(d, aid):
+    """The made tasks of array aid: {task id: job id}."""
+    code, lst = d.api("GET", "/v1/jobs?expand=1")
+    return {j["array"]["task"]: j["id"] for j in lst["jobs"]
+            if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid}
+
+
 def test_an_array_signals_its_running_tasks(d):
     code, a = d.api("POST", "/v1/jobs", {"command": "bash", "args": ["-c", PROBE], "array": "0-2"})
     assert code == 201, a
     aid = a["id"]
 
     def tasks():
-        code, lst = d.api("GET", "/v1/jobs?expand=1")
-        return {j["array"]["task"]: j["id"] for j in lst["jobs"]
-                if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid}
+        return array_tasks(d, aid)
 
     wait_for(lambda: len(tasks()) == 3 and all(os.path.exists(os.path.join(d.work(t), "up"))
                                                for t in tasks().values()), "every task's traps")
@@ -192,9 +197,7 @@ def test_a_signal_to_tasks_named_says_which_were_sent_it(d):
     aid = a["id"]
 
     def tasks():
-        code, lst = d.api("GET", "/v1/jobs?expand=1")
-        return {j["array"]["task"]: j["id"] for j in lst["jobs"]
-                if j.get("kind") != "array" and (j.get("array") or {}).get("id") == aid}
+        return array_tasks(d, aid)
 
     wait_for(lambda: len(tasks()) == 2 and all(os.path.exists(os.path.join(d.work(t), "up"))
                                                for t in tasks().values()), "the two tasks' traps")
