@@ -18,6 +18,7 @@ import socket
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
@@ -928,3 +929,46 @@ def pytest_collection_modifyitems(config, items):
             SANITIZER_PASS_SKIP_TESTS.get(f"{module(item)}::{item.originalname}")   # (each parameter)
         if why:
             item.add_marker(pytest.mark.skip(reason=f"normal pass only: {why}"))
+
+
+class FakeJoblet:
+    """A server on a Unix socket that answers each request from answers (status, headers, body),
+    the last one again when they run out (None: the request read whole, the connection closed
+    with no answer, as a joblet killed then); counts the requests."""
+
+    def __init__(self, path, answers):
+        self.answers, self.n = answers, 0
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.bind(path)
+        self.s.listen(16)
+        self.t = threading.Thread(target=self.serve, daemon=True)
+        self.t.start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.s.accept()
+            except OSError:
+                return
+            with c:
+                c.settimeout(10)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        more = c.recv(65536)
+                        if not more:
+                            break
+                        data += more
+                    answer = self.answers[min(self.n, len(self.answers) - 1)]
+                    self.n += 1
+                    if answer is None:
+                        continue
+                    status, headers, body = answer
+                    head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n" \
+                           f"Content-Length: {len(body)}\r\nConnection: close\r\n"
+                    c.sendall(head.encode() + b"".join(h + b"\r\n" for h in headers) + b"\r\n" + body)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.s.close()

@@ -10,14 +10,13 @@ failed requeue's late answer), through the real daemon.
   a certificate, a path), never a terminal's escape sequence as it is."""
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import tempfile
 import threading
 import time
 
-from conftest import BUILD, DbLock, UnixHTTPConnection
+from conftest import BUILD, DbLock, FakeJoblet, UnixHTTPConnection
 
 
 def ended_jobs(d, n):
@@ -107,45 +106,6 @@ def test_a_delete_while_another_process_holds_the_lock_is_busy_and_rnx_asks_agai
         if not lock.gone.wait(10):
             lock.release()
     assert d.api("GET", f"/v1/jobs/{jid}")[0] == 404
-
-
-class FakeJoblet:
-    """A server on a Unix socket that answers each request from answers (status, headers, body),
-    the last one again when they run out; counts the requests."""
-
-    def __init__(self, path, answers):
-        self.answers, self.n = answers, 0
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.bind(path)
-        self.s.listen(16)
-        self.t = threading.Thread(target=self.serve, daemon=True)
-        self.t.start()
-
-    def serve(self):
-        while True:
-            try:
-                c, _ = self.s.accept()
-            except OSError:
-                return
-            with c:
-                c.settimeout(10)
-                data = b""
-                try:
-                    while b"\r\n\r\n" not in data:
-                        more = c.recv(65536)
-                        if not more:
-                            break
-                        data += more
-                    status, headers, body = self.answers[min(self.n, len(self.answers) - 1)]
-                    self.n += 1
-                    head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n" \
-                           f"Content-Length: {len(body)}\r\nConnection: close\r\n"
-                    c.sendall(head.encode() + b"".join(h + b"\r\n" for h in headers) + b"\r\n" + body)
-                except OSError:
-                    pass
-
-    def close(self):
-        self.s.close()
 
 
 def test_rnx_says_a_busy_answers_message_escaped():

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, wait_array
+from conftest import BUILD, FakeJoblet, wait_array
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -584,35 +584,10 @@ def test_a_change_whose_answer_never_came_says_it_may_have_been_done(tmp_path):
     """joblet killed after it took a request whole and before it answered (it may have committed
     it: a requeue, a submission): rnx says the connection went, and that the change may be done,
     to look before asking again (a second requeue would run the job twice). A look (GET) that
-    got no answer says nothing of the kind. A socket of the test's own that reads the request
+    got no answer says nothing of the kind. A socket of the test's own that reads each request
     and closes."""
-    import socket
-    import threading
     path = str(tmp_path / "s.sock")
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path)
-    srv.listen(8)
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                return
-            c.settimeout(5)
-            got = b""
-            try:
-                while b"\r\n\r\n" not in got:
-                    b = c.recv(65536)
-                    if not b:
-                        break
-                    got += b
-            except OSError:
-                pass
-            c.close()
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
+    f = FakeJoblet(path, [None])
     env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": path}
     try:
         p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "requeue", "3f2a1b2c"], capture_output=True,
@@ -624,5 +599,4 @@ def test_a_change_whose_answer_never_came_says_it_may_have_been_done(tmp_path):
         assert p.returncode != 0 and "lost the connection" in p.stderr, p.stderr
         assert "may have done it" not in p.stderr, p.stderr
     finally:
-        stop.set()
-        srv.close()
+        f.close()
