@@ -193,7 +193,8 @@ def test_a_member_still_in_the_group_runs_with_it_and_a_uid_without_account_runs
         p = rnx_as(d, who, "job", "release", job["id"])
         assert p.returncode == 0, p.stderr
         j = d.wait(job["id"])
-        assert j["status"] == "COMPLETED" and d.output(job["id"]).strip() == str(want), (who, j)
+        assert j["status"] == "COMPLETED" and d.output(job["id"]).strip() == str(want), \
+            (who, j["status"], j.get("end_reason"), j.get("error"), d.output(job["id"])[-500:], d.log()[-3000:])
 
 
 def _uid_taken(uid):
