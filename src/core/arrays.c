@@ -1114,6 +1114,14 @@ int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_
         goto out;
     }
     uint64_t after = arrays_released_left(a, NULL, UINT64_MAX);
+    if (after == before) {
+        /* none of those named was still to make (each made, canceled, or released already): kept
+         * as it was, not saved; the caller's answer is that nothing moved (a 409 when nothing else
+         * was done changes nothing: released grew or shrank by tasks that no longer wait) */
+        a->released = *was;
+        rc = 0;
+        goto out;
+    }
     if (save(a, e) < 0) {
         a->released = *was;
         goto out;
