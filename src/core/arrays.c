@@ -1550,15 +1550,65 @@ static int64_t cut_passed(const jarray *a, arrayspec_range r, arrayspec_range *v
     return (int64_t)n;
 }
 
+/* Of a range of tasks named with a step (n, step > 1), those the cursor has not passed, as pieces
+ * of step 1 appended to v[*nv..max): a run of them in one range of the list of that same step is
+ * one piece, bridging the ids between its tasks when those are no task of the list and none of
+ * skip's (cut where one is), as skip keeps only what it is asked about (the list's tasks); in a
+ * range of the list of another step, each task one piece. `rnx job cancel ID_[0-1000:2]` of a
+ * 0-2000:2 array was 501 pieces, refused (409) past ARRAYSPEC_MAX_RANGES. false past max. */
+static bool stepped_pieces(const jarray *a, arrayspec_range n, arrayspec_range *v, size_t *nv, size_t max)
+{
+    uint64_t base = 0;
+    for (size_t i = 0; i < a->spec.n; base += arrayspec_range_count(&a->spec.r[i]), i++) {
+        const arrayspec_range *q = &a->spec.r[i];
+        int64_t x = n.lo > q->lo ? n.lo : q->lo, y = n.hi < q->hi ? n.hi : q->hi, s = n.step;
+        if (x > y)
+            continue;
+        /* q's first task the cursor has not passed */
+        int64_t from = a->made > base ? (int64_t)q->lo + (int64_t)(a->made - base) * q->step : q->lo;
+        if (q->lo < q->hi && q->step == n.step && ((int64_t)n.lo - q->lo) % s == 0) {
+            x = x > from ? x : from;
+            x += ((s - (x - (int64_t)n.lo) % s) % s); /* (on the grid) */
+            y -= (y - (int64_t)n.lo) % s;
+            for (int64_t z = x; z <= y;) {
+                int64_t b = ahead_block(a, NULL, z, y, 1, q);
+                int64_t end = b < 0 ? y : b <= z ? z : z + (b - 1 - z) / s * s;
+                if (*nv == max)
+                    return false;
+                v[(*nv)++] = (arrayspec_range){(uint32_t)z, (uint32_t)end, 1};
+                z = end + s;
+            }
+            continue;
+        }
+        int64_t z = x + ((s - (x - (int64_t)n.lo) % s) % s);
+        for (; z <= y; z += s) {
+            if ((z - (int64_t)q->lo) % (q->lo < q->hi ? q->step : 1) || z < from)
+                continue;
+            if (*nv == max)
+                return false;
+            v[(*nv)++] = (arrayspec_range){(uint32_t)z, (uint32_t)z, 1};
+        }
+    }
+    return true;
+}
+
 /* The union of the skip list and the ids of tasks, as disjoint ranges of step 1 in order. */
 static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
 {
-    size_t cap = a->skip.n + 1;
-    for (size_t i = 0; i < tasks->n; i++)
-        cap += tasks->r[i].step == 1 ? 1 : (tasks->r[i].hi - tasks->r[i].lo) / tasks->r[i].step + 1;
-    if (cap > 4 * ARRAYSPEC_MAX_RANGES)
+    size_t cap = a->skip.n + 1, nst = 0;
+    arrayspec_range *st = xcalloc(4 * ARRAYSPEC_MAX_RANGES, sizeof *st); /* the pieces of those with a step */
+    bool fits = true;
+    for (size_t i = 0; fits && i < tasks->n; i++)
+        if (tasks->r[i].step == 1)
+            cap++;
+        else
+            fits = stepped_pieces(a, tasks->r[i], st, &nst, 4 * ARRAYSPEC_MAX_RANGES);
+    cap += nst;
+    if (!fits || cap > 4 * ARRAYSPEC_MAX_RANGES) {
+        free(st);
         return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
                                  "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
+    }
     bool ascends = true;
     for (size_t i = 1; i < a->spec.n; i++)
         ascends &= a->spec.r[i - 1].hi < a->spec.r[i].lo;
@@ -1577,9 +1627,9 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
     for (size_t i = 0; i < tasks->n; i++) {
         arrayspec_range r = tasks->r[i];
         if (r.step == 1 && !ascends) {
-            int64_t got = n < cap ? cut_passed(a, r, v + n, cap - n) : -1;
+            int64_t got = n + nst < cap ? cut_passed(a, r, v + n, cap - nst - n) : -1; /* (nst kept for st) */
             if (got < 0) {
-                free(v);
+                free(v), free(st);
                 return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d "
                                          "ranges are kept); cancel them in ranges, or the whole array",
                                  ARRAYSPEC_MAX_RANGES);
@@ -1590,13 +1640,11 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
                 r.lo = from;
             if (r.lo <= r.hi)
                 v[n++] = r;
-        } else
-            for (uint32_t t = r.lo; t <= r.hi; t += r.step) {
-                int64_t k = arrayspec_index(&a->spec, t);
-                if (k < 0 || (uint64_t)k >= a->made)
-                    v[n++] = (arrayspec_range){t, t, 1};
-            }
+        }
     }
+    memcpy(v + n, st, nst * sizeof *st); /* (the cursor's passed ones left out: stepped_pieces) */
+    n += nst;
+    free(st);
     /* sort by start, then merge what touches */
     for (size_t i = 1; i < n; i++)
         for (size_t k = i; k > 0 && v[k - 1].lo > v[k].lo; k--) {
