@@ -282,7 +282,7 @@ def scenario_held(sc, rng, kind=None):
     sc.released_end(aid)
     sc.log("  release whole")
     code, res = d.api("POST", f"/v1/jobs/{aid}/release")
-    if code != 200:
+    if code != 200 and not (code == 409 and d.job(aid)["status"] in TERMINAL):   # (none left to release)
         sc.bad(f"release whole: {code} {res}")
     if rng.random() < 0.3:
         time.sleep(rng.random())
@@ -491,7 +491,7 @@ def explore(d, seed, log=print):
     return sc.problems
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 25])
 def test_random_array_bookkeeping(fresh_daemon, seed):
     """A fixed small set of seeds of the explorer above."""
     d = fresh_daemon(CFG)
