@@ -385,12 +385,24 @@ def scenario_corr(sc, rng):
                 sc.bad(f"cancel B [{tt}]: {code} {res}")
             if code == 200:
                 b_maybe |= named
-        elif r < 0.75:
+        elif r < 0.65:
+            # tasks of B held: those not made yet only once their own task let them go (409 before)
+            tt, named = name_set(rng, bids, at_most=20)
+            before = stable(arr(d, B))
+            code, res = sc.act(B, tt, "hold")
+            sc.log(f"  hold B [{tt}] -> {code}")
+            if code == 409 and stable(arr(d, B))[2] != before[2]:
+                sc.bad(f"hold B [{tt}]: 409 but released changed")
+            if code not in (200, 409):
+                sc.bad(f"hold B [{tt}]: {code} {res}")
+        elif r < 0.8:
             sc.restart([A, B], corr=True)
         else:
             time.sleep(rng.random() * 1.5)
         sc.no_twice(A)
         sc.no_twice(B)
+    code, res = d.api("POST", f"/v1/jobs/{B}/release")   # (B's tasks held, if any)
+    sc.log(f"  release B -> {code}")
     sc.wait_end([A, B])
     # A: each task ran once or was canceled (those named); the failed ones FAILED
     ajobs = {j["array"]["task"]: j for j in task_jobs(d, A)}
