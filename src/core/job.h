@@ -94,8 +94,8 @@ typedef struct job {
                                * owner's requeue of it once ended is likewise an admin's to allow
                                * (job_ctl_may_requeue), cleared when it is requeued */
     int64_t log_bytes;        /* ended: its output files' size on disk, which its owner's log
-                               * budget counts for it (statedisk.h: statedisk_output_bytes); -1 not
-                               * known (not ended, or not looked at since): its files are looked at */
+                               * budget counts for it (statedisk.c output_bytes); -1 not known (not
+                               * ended, or a row from before schema 26): its files are looked at */
     uint64_t *dependents;
     uint32_t ndependents, dependents_cap;
     /* --singleton, while it waits: the seq of the job that held its name when it was last

@@ -129,15 +129,12 @@ void statedisk_budgets_init(void)
     }
     /* every job's output, summed per owner (sorted, then merged) */
     owner_sum *sums = xcalloc(core.njobs ? core.njobs : 1, sizeof *sums);
-    for (size_t i = 0; i < core.njobs; i++) {
-        job *j = core.jobs[i];
-        sums[i] = (owner_sum){j->owner_uid, output_bytes(j)};
-        /* an ended job's looked at once (rows from before schema 26, ends whose shim said none) */
-        if (job_state_terminal(j->state) && j->log_bytes < 0) {
-            j->log_bytes = (int64_t)sums[i].bytes;
-            job_save(j);
-        }
-    }
+    /* (an ended job without its figure, from before schema 26 or an end whose shim said none, is
+     * looked at each start, not written back: a row written again for each of 100,000 such jobs
+     * is a transaction as large as the table, which a nearly full disk would refuse, and every
+     * commit after it with it) */
+    for (size_t i = 0; i < core.njobs; i++)
+        sums[i] = (owner_sum){core.jobs[i]->owner_uid, output_bytes(core.jobs[i])};
     qsort(sums, core.njobs, sizeof *sums, cmp_owner);
     size_t n = 0;
     for (size_t i = 0; i < core.njobs; i++) {

@@ -172,7 +172,8 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN ended_held INTEGER NOT NULL DEFAULT 0;",
     /* 26: an ended job's output files' size on disk, in bytes (core/statedisk.h: what its owner's
      * log budget counts for it), so that a start sums the budgets without looking at every ended
-     * job's files. NULL: not known (rows from before, a job that has not ended): looked at */
+     * job's files. NULL: not known (rows from before, a job that has not ended): looked at, at
+     * each start */
     "ALTER TABLE jobs ADD COLUMN log_bytes INTEGER;",
     /* 27: facts about the database as a whole, by name: 'stopped_clean' (db_stopped_clean), the
      * joblet that wrote last stopped with everything committed */
