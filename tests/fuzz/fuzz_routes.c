@@ -102,6 +102,20 @@ const char *MHD_lookup_connection_value(struct MHD_Connection *c, enum MHD_Value
     return NULL;
 }
 
+/* (api/query.c's query_unknown: every argument, in the order given, until the iterator says no) */
+int MHD_get_connection_values(struct MHD_Connection *c, enum MHD_ValueKind kind, MHD_KeyValueIterator it, void *cls)
+{
+    int n = 0;
+    if (kind != MHD_GET_ARGUMENT_KIND)
+        return 0;
+    for (int i = 0; i < c->nargs; i++) {
+        n++;
+        if (it && it(cls, MHD_GET_ARGUMENT_KIND, c->key[i], c->value[i]) != MHD_YES)
+            break;
+    }
+    return n;
+}
+
 /* (api/query.c's query_has: whether the key is given at all, with a value or without) */
 enum MHD_Result MHD_lookup_connection_value_n(struct MHD_Connection *c, enum MHD_ValueKind kind, const char *key,
                                               size_t key_size, const char **value_ptr, size_t *value_size_ptr)
