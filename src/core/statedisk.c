@@ -91,7 +91,7 @@ static void budget_unmap(log_budget *b)
 }
 
 /* What the job's output files hold on disk (both formats): an ended job's as kept (its shim's end
- * record said it, or a start looked once: job.h log_bytes), else looked at in its directory,
+ * record said it: job.h log_bytes), else looked at in its directory,
  * opened once (at the start this runs for every job kept: six whole paths each were the start's
  * largest cost with 100,000 jobs, bench/start_bigdb.py; the lookups themselves were next). */
 static uint64_t output_bytes(const job *j)

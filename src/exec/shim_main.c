@@ -791,8 +791,10 @@ static void write_status(shim *sh, int have_status, int wstatus, const cg_stats 
     json_object_set_new(o, "ended_at_ms", json_integer(sh->ended_ms));
     json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
     /* its output is all written (the pipes drained): what its owner's log budget counts for it,
-     * kept by joblet with its end so that a start need not look at every ended job's files */
-    json_object_set_new(o, "log_bytes", json_integer((json_int_t)log_files_bytes(sh->dirfd)));
+     * kept by joblet with its end so that a start need not look at every ended job's files
+     * (none said without its directory: joblet looks at the files then) */
+    if (sh->dirfd >= 0)
+        json_object_set_new(o, "log_bytes", json_integer((json_int_t)log_files_bytes(sh->dirfd)));
     json_object_set_new(o, "usage", json_pack("{s:I,s:I,s:I,s:I}", "cpu_ns", (json_int_t)st->cpu_usage_ns,
                                               "memory_peak_bytes", (json_int_t)st->mem_peak_bytes,
                                               "io_read_bytes", (json_int_t)st->io_read_bytes,
