@@ -365,26 +365,23 @@ def scenario_corr(sc, rng):
     B = b["id"]
     sc.log(f"A {A[:8]} [{text}{athr}] fail {sorted(fail)}; B {B[:8]} [{btext}{bthr}] after A:corr")
     a_maybe, b_maybe = set(), set()
+
+    def cancel_some(aid, label, pool, maybe):
+        tt, named = name_set(rng, pool, at_most=20)
+        before = stable(arr(d, aid))
+        code, res = sc.act(aid, tt, "cancel")
+        sc.log(f"  cancel {label} [{tt}] -> {code}")
+        if not sc.check_refusal(aid, before, code, res, f"cancel {label} [{tt}]") and code != 200:
+            sc.bad(f"cancel {label} [{tt}]: {code} {res}")
+        if code == 200:
+            maybe |= named  # (in place: the caller's set)
+
     for step in range(rng.randrange(2, 6)):
         r = rng.random()
         if r < 0.3:
-            tt, named = name_set(rng, ids, at_most=20)
-            before = stable(arr(d, A))
-            code, res = sc.act(A, tt, "cancel")
-            sc.log(f"  cancel A [{tt}] -> {code}")
-            if not sc.check_refusal(A, before, code, res, f"cancel A [{tt}]") and code != 200:
-                sc.bad(f"cancel A [{tt}]: {code} {res}")
-            if code == 200:
-                a_maybe |= named
+            cancel_some(A, "A", ids, a_maybe)
         elif r < 0.55:
-            tt, named = name_set(rng, bids, at_most=20)
-            before = stable(arr(d, B))
-            code, res = sc.act(B, tt, "cancel")
-            sc.log(f"  cancel B [{tt}] -> {code}")
-            if not sc.check_refusal(B, before, code, res, f"cancel B [{tt}]") and code != 200:
-                sc.bad(f"cancel B [{tt}]: {code} {res}")
-            if code == 200:
-                b_maybe |= named
+            cancel_some(B, "B", bids, b_maybe)
         elif r < 0.65:
             # tasks of B held: those not made yet only once their own task let them go (409 before)
             tt, named = name_set(rng, bids, at_most=20)
