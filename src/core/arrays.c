@@ -841,7 +841,7 @@ static size_t range_at(const arrayspec *s, uint64_t p, uint64_t *off)
 
 /* Of range r of a's list, how many of its tasks from t on (at most room; t is one still to make)
  * are still to make, one after the other: up to the first that skip or ahead holds. O(ranges). */
-static uint64_t todo_run(const jarray *a, const arrayspec_range *r, uint32_t t, uint64_t room)
+static uint64_t unmade_run(const jarray *a, const arrayspec_range *r, uint32_t t, uint64_t room)
 {
     uint64_t run = room;
     int64_t hi = (int64_t)t + (int64_t)(room - 1) * r->step;
@@ -881,7 +881,7 @@ static void released_runs(const jarray *a, released_fn fn, void *ctx)
                 p += past;
                 continue;
             }
-            uint64_t run = todo_run(a, r, t, room);
+            uint64_t run = unmade_run(a, r, t, room);
             if (!fn(ctx, r, p, t, run))
                 return;
             p += run;
