@@ -1186,10 +1186,12 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
     unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u);
     sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
                                NULL, on_request,
-                               NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+                               /* the logger first: libmicrohttpd reads the options in order */
+                               NULL, MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+                               MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
                                MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT,
                                lim->idle_timeout_s ? lim->idle_timeout_s : 300u, MHD_OPTION_CONNECTION_LIMIT, limit,
-                               MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL, MHD_OPTION_END);
+                               MHD_OPTION_END);
     if (!sv->mhd) {
         close(fd);
         return jerr_set(e, EIO, "libmicrohttpd could not start on %s", path);
@@ -1262,12 +1264,11 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         /* the listener is joblet's own (on_accept): libmicrohttpd gets connections at their pace */
         sv->mhd = MHD_start_daemon(MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
                                        MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
-            0, NULL, NULL, on_request, NULL,
+            0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL,
             MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_NOTIFY_CONNECTION,
             on_connection, sv, MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s ? lim->idle_timeout_s : 300u,
             MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
-            MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
-            MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL, MHD_OPTION_END);
+            MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_END);
         if (!sv->mhd) {
             close(fd);
             return jerr_set(e, EIO, "libmicrohttpd could not start TLS on %s", rc->listen[i]);

@@ -430,12 +430,12 @@ int metrics_listen_start(const char *hostport, const char *readers, const char *
     /* a thread per connection: a scrape waits for the loop's text on its own (the file's head) */
     listener.mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
                                         MHD_USE_ERROR_LOG,
-                                    0, NULL, NULL, on_scrape, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+                                    0, NULL, NULL, on_scrape, NULL, MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL,
+                                    MHD_OPTION_LISTEN_SOCKET, fd,
                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNS,
                                     MHD_OPTION_THREAD_STACK_SIZE, (size_t)METRICS_STACK,
                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_NOTIFY_CONNECTION,
-                                    on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, reply_mhd_log, NULL,
-                                    MHD_OPTION_END);
+                                    on_connection, NULL, MHD_OPTION_END);
     thread_unblock(&old);
     if (!listener.mhd) {
         close(fd);

@@ -177,8 +177,11 @@ def test_large_output_arrives_complete_and_in_order(daemon):
 def test_a_follower_that_goes_away_leaves_no_bare_line_in_joblets_log(daemon):
     """A client that leaves a stream (rnx job log ended by its user) cuts it: libmicrohttpd's
     message for that ("Closing connection (application error generating response).") is joblet's
-    log line at debug, with its time, not a bare line on joblet's stderr; joblet goes on."""
+    log line at debug, with its time, not a bare line on joblet's stderr; joblet goes on. Every
+    message of libmicrohttpd's goes there from its start: its logger is the first option given
+    (given later, libmicrohttpd says so, and may use its own logger before it)."""
     d = daemon
+    assert "is not the first option" not in d.log(), d.log()[-2000:]
     jid = d.submit("sh", "-c", "echo first; sleep 60")
     p = rnx_popen(d, "job", "log", jid)
     try:
