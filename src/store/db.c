@@ -282,8 +282,11 @@ static int migrate(db *d, jerr *e)
         }
         if (exec_sql(d, "COMMIT;", e) < 0)
             return -1;
-        log_info("database migrated to schema version %d", v + 1);
+        if (have) /* (each step committed, so a failure names where it stopped) */
+            log_info("database migrated to schema version %d", v + 1);
     }
+    if (!have)
+        log_info("database made at schema version %d", want);
     return 0;
 }
 

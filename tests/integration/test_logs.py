@@ -198,3 +198,11 @@ def test_a_follower_that_goes_away_leaves_no_bare_line_in_joblets_log(daemon):
     assert all(re.match(r"^\d{4}-\d\d-\d\dT\S+ debug +http: Closing connection", l) for l in lines), lines
     d.rnx("job", "stop", jid, check=True)
     assert d.wait(jid)["status"] in TERMINAL
+
+
+def test_a_new_database_says_its_schema_once(daemon):
+    """A fresh state directory's database is made at the schema joblet knows: one line saying so,
+    not a line per migration step (those are for a database an older joblet wrote)."""
+    log = daemon.log()
+    assert len(re.findall(r"info +database made at schema version \d+\n", log)) == 1, log[:3000]
+    assert "database migrated" not in log, log[:3000]
