@@ -307,7 +307,7 @@ static enum MHD_Result delete_all(request *r)
     while (more) {
         jerr e = {0};
         size_t n = 0, quota = (size_t)loop_budget_take(&delete_budget, DELETE_SLICE);
-        if (quota && job_ctl_delete_ended(&r->who, quota, &n, &more, &e) < 0)
+        if (quota && job_ctl_delete_ended(&r->who, 0, quota, &n, &more, &e) < 0)
             return delete_all_stopped(r, &e);
         loop_budget_return(&delete_budget, quota - n);
         r->park->tally += n;
@@ -321,7 +321,7 @@ static enum MHD_Result delete_all(request *r)
         return delete_all_stopped(r, &e);
     }
     jerr e = {0};
-    if (array_ctl_reap(&r->who, &e) < 0) /* arrays every task of which ended and went */
+    if (array_ctl_reap(&r->who, 0, now_ms(), &e) < 0) /* arrays every task of which ended and went */
         return delete_all_stopped(r, &e);
     size_t n = r->park->tally;
     r->park->tally = 0;

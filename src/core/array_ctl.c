@@ -448,7 +448,7 @@ int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e
     return 0;
 }
 
-int array_ctl_reap(const caller *who, jerr *e)
+int array_ctl_reap(const caller *who, int64_t empty_for_ms, int64_t now, jerr *e)
 {
     /* the rows in one transaction, then the arrays once it is committed; a row that cannot be
      * deleted takes the others back with it */
@@ -465,6 +465,10 @@ int array_ctl_reap(const caller *who, jerr *e)
         for (size_t k = 0; k < a->ntasks && !left; k++)
             left = a->tasks[k] != NULL;
         if (left)
+            continue;
+        if (!a->empty_since_ms)
+            a->empty_since_ms = now;
+        if (empty_for_ms && (now - a->empty_since_ms < empty_for_ms || (a->wf && a->wf->state < WF_COMPLETED)))
             continue;
         if (arrays_delete_row(a, e) < 0) {
             db_undo(core.db);

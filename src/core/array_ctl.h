@@ -63,8 +63,11 @@ int array_ctl_update_tasks(const jarray *a, const arrayspec *tasks, jerr *e);
  * left (the caller asks again). 409 when the array has tasks not ended. */
 int array_ctl_delete(jarray *a, size_t max, size_t *deleted, bool *more, jerr *e);
 /* Arrays whose every task ended and was deleted (rnx job delete-all) go too, their rows' deletes
- * committed first: when that fails none goes, and the error says why (507 when the disk is full). */
-int array_ctl_reap(const caller *who, jerr *e);
+ * committed first: when that fails none goes, and the error says why (507 when the disk is full).
+ * empty_for_ms 0: at once; else those found so (by a call with now) at least that long ago
+ * and whose workflow ended (retention.c: an array canceled whole before any task ran is kept as
+ * long as a job). */
+int array_ctl_reap(const caller *who, int64_t empty_for_ms, int64_t now, jerr *e);
 
 /* What each task named was before an act on tasks of an array and is after it, so that the
  * answer says which went how (rnx job cancel ID_[1-3]: which were canceled, which run and were

@@ -77,6 +77,8 @@ typedef struct jarray {
                                 * deleted: what a slot is found by (a run of deleted ones costs nothing) */
     size_t ntasks, cap;
     size_t nlinked;            /* slots of tasks not NULL: jobs it keeps */
+    int64_t empty_since_ms;    /* when array_ctl_reap first found it ended with no job left (not saved:
+                                * a restart counts jobs.keep_ended_s again); 0 not yet */
     /* The tasks whose jobs were deleted, by the state they ended in (only ended states), and the
      * highest exit code among them: Slurm keeps an array's record whole, so a FAILED task whose
      * job is deleted still makes the array FAILED (its state, exit code, `--after=ARRAY:ok`).

@@ -140,6 +140,7 @@ static const key keys[] = {
     U64("server.max_uploads", max_uploads, 1, 10000),
     U64("limits.uploads_per_user", limits.uploads_per_user, 1, 10000),
     U64("jobs.stop_grace_s", stop_grace_s, 1, 3600),
+    U64("jobs.keep_ended_s", keep_ended_s, 0, 3650ull * 86400),
     U64("jobs.attach_wait_s", attach_wait_s, 0, 3600),
     U64("jobs.max_attachers", max_attachers, 1, SHIM_TERM_MAX),
     U64("jobs.terminal_idle_timeout_s", terminal_idle_s, 0, 7 * 86400),

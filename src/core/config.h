@@ -64,6 +64,7 @@ typedef struct config {
     uint32_t account_cache_s;     /* server.account_cache_s: an account look-up's answer is kept this long */
     uint64_t max_uploads;         /* server.max_uploads: streamed uploads open at once, all users */
     uint64_t stop_grace_s;        /* jobs.stop_grace_s */
+    uint64_t keep_ended_s;        /* jobs.keep_ended_s: ended jobs deleted this long after their end (retention.c); 0 = kept */
     uint64_t attach_wait_s;       /* jobs.attach_wait_s: a terminal job (-t, -i) waits this long at most for
                                    * its first attach before its command starts */
     uint64_t max_attachers;       /* jobs.max_attachers: clients attached to one job's terminal at once */

@@ -242,7 +242,15 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
     return 0;
 }
 
-int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *more, jerr *e)
+/* An ended job retention.c may delete: ended before the bound, its array and workflow ended. */
+static bool ended_whole_before(const job *j, int64_t before_ms)
+{
+    return j->ended_ms > 0 && j->ended_ms < before_ms && (!j->array || arrays_ended(j->array)) &&
+           (!j->wf || j->wf->state >= WF_COMPLETED);
+}
+
+int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max, size_t *deleted, bool *more,
+                         jerr *e)
 {
     /* the rows in one transaction, then the jobs once it is committed; a row that cannot be
      * deleted takes the slice's others back with it */
@@ -253,9 +261,13 @@ int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *m
     if (db_mark(core.db, e) < 0)
         return -1;
     job **gone = xcalloc((max < core.njobs ? max : core.njobs) + 1, sizeof *gone);
-    for (size_t i = core.njobs; i-- > 0;) {
-        job *j = core.jobs[i];
-        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state))
+    bool oldest_first = ended_before_ms > 0;
+    /* (an index, not a count from the end: settling what a job owed may make jobs, an array's
+     * tasks, at the end) */
+    for (size_t k = 0, i = core.njobs; oldest_first ? k < core.njobs : i-- > 0; k++) {
+        job *j = core.jobs[oldest_first ? k : i];
+        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state) ||
+            (oldest_first && !ended_whole_before(j, ended_before_ms)))
             continue;
         if (n == max) {
             *more = true;

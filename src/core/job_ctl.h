@@ -29,10 +29,13 @@ int job_ctl_delete(job *j, jerr *e);
 /* These ended jobs (409 if one is not), their rows in one commit, then gone as job_ctl_delete's;
  * freed. */
 int job_ctl_delete_many(job **v, size_t n, jerr *e);
-/* Ended jobs the caller may see (root: all), newest first, at most max of them, their rows in
- * one commit: *deleted says how many, *more whether some are left; -1 (none of these deleted)
- * when a row or the commit failed. */
-int job_ctl_delete_ended(const caller *who, size_t max, size_t *deleted, bool *more, jerr *e);
+/* Ended jobs the caller may see (root: all), at most max of them, their rows in one commit:
+ * *deleted says how many, *more whether some are left; -1 (none of these deleted) when a row or
+ * the commit failed. ended_before_ms 0: every ended job, newest first (rnx job delete-all); else
+ * oldest first, only jobs that ended before it whose array and workflow (if any) ended too
+ * (retention.c: a sweep's or a pipeline's history goes whole, not task by task under it). */
+int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max, size_t *deleted, bool *more,
+                         jerr *e);
 
 /* Slurm's scontrol hold|release|update|suspend|resume|requeue (docs/batch.md). Each records an
  * event in the job's history with the acting uid, and answers 409 naming the state when the

@@ -40,6 +40,7 @@
 #include "../core/audit.h"
 #include "../core/job_logs.h"
 #include "../core/orphans.h"
+#include "../core/retention.h"
 #include "../core/runtime_build.h"
 #include "../core/runtimes.h"
 #include "../core/settle.h"
@@ -171,10 +172,11 @@ static int before_wait(void)
     state_commit();
     if (settle_pending())
         return 0;
-    return until(until(until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms),
-                                 state_resync_at_ms()),
-                           audit_due_ms()),
-                 nsscache_due_ms());
+    return until(until(until(until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms),
+                                       state_resync_at_ms()),
+                                 audit_due_ms()),
+                           nsscache_due_ms()),
+                 retention_due_ms());
 }
 
 /* After the events of a turn: timers, then the settle step, so requests see a settled state,
@@ -195,6 +197,9 @@ static void after_wake(void)
     int64_t nss_due = nsscache_due_ms();
     if (nss_due && now >= nss_due)
         nsscache_tick(now); /* look-ups no answer came for: their waiters refused */
+    int64_t keep_due = retention_due_ms();
+    if (keep_due && now >= keep_due)
+        retention_tick(now); /* ended jobs past jobs.keep_ended_s: a slice a turn */
     settle();
     workflow_drop_gone(false); /* those whose last job was deleted this turn */
     state_commit();

@@ -481,7 +481,7 @@ static void reset(void)
     bool more;
     jerr de = {0};
     caller root = authz_local(0, 0);
-    FUZZ_ASSERT(job_ctl_delete_ended(&root, SIZE_MAX, &deleted, &more, &de) == 0 && !more, "deleting ended jobs: %s",
+    FUZZ_ASSERT(job_ctl_delete_ended(&root, 0, SIZE_MAX, &deleted, &more, &de) == 0 && !more, "deleting ended jobs: %s",
                 de.msg);
     FUZZ_ASSERT(core.njobs == 0, "%zu jobs left after deleting every ended one", core.njobs);
     workflow_free_all();

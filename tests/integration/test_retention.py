@@ -1,0 +1,97 @@
+"""jobs.keep_ended_s (src/core/retention.c, Slurm's MinJobAge): an ended job is deleted that long
+after its end, as `rnx job delete` deletes it (row, directory, logs); a job still running stays;
+an array's tasks stay until the whole array ended, a workflow's jobs until the workflow ended;
+an array with no job left, and a workflow with none, go too. Against the real daemon and rnx."""
+import os
+
+import pytest
+
+from conftest import Daemon, need_root, wait_for
+from test_workflows import job, submit, wf_get
+
+KEEP_S = 2
+
+
+@pytest.fixture(scope="module")
+def d():
+    need_root()
+    dm = Daemon(f"jobs:\n  keep_ended_s: {KEEP_S}\n").start()
+    yield dm
+    dm.cleanup()
+
+
+def gone(d, ref):
+    return d.api("GET", f"/v1/jobs/{ref}")[0] == 404
+
+
+def status(d, ref):
+    code, j = d.api("GET", f"/v1/jobs/{ref}")
+    assert code == 200, (ref, j)
+    return j["status"]
+
+
+def test_an_ended_job_goes_after_keep_ended_s_a_running_one_stays(d):
+    running = d.submit("sleep", "600")
+    ended = d.submit("sh", "-c", "echo some output")
+    assert d.wait(ended)["status"] == "COMPLETED"
+    jobdir = os.path.join(d.state, "jobs", ended)
+    assert os.path.isdir(jobdir)
+    wait_for(lambda: gone(d, ended), f"job {ended} deleted {KEEP_S} s after its end")
+    assert not os.path.exists(jobdir)                       # its directory and logs with it
+    assert ended not in d.rnx("job", "list", check=True).stdout
+    assert status(d, running) == "RUNNING"                  # a job not ended is never a candidate
+    assert "jobs.keep_ended_s: " in d.log() and " jobs deleted, ended more than 2 s ago" in d.log()
+    d.rnx("job", "stop", running, check=True)
+    d.wait(running)
+    wait_for(lambda: gone(d, running), f"job {running} deleted once it ended too")
+
+
+def test_an_arrays_tasks_stay_until_the_whole_array_ended(d):
+    aid = d.rnx("job", "run", "--array=0-1", "sh", "-c", '[ "$SLURM_ARRAY_TASK_ID" = 1 ] && exec sleep 600; true',
+                check=True).stdout.strip()
+    wait_for(lambda: status(d, f"{aid}_0") == "COMPLETED" and status(d, f"{aid}_1") == "RUNNING",
+             "task 0 ended, task 1 running")
+    # a job that ends after task 0 going shows that a pass looked past task 0's age
+    later = d.submit("true")
+    d.wait(later)
+    wait_for(lambda: gone(d, later), f"job {later} deleted")
+    assert status(d, f"{aid}_0") == "COMPLETED"             # kept: its array runs
+    assert status(d, f"{aid}_1") == "RUNNING"
+    d.rnx("job", "stop", f"{aid}_1", check=True)
+    wait_for(lambda: gone(d, f"{aid}_0") and gone(d, f"{aid}_1"), "the array's tasks deleted once it ended")
+    wait_for(lambda: gone(d, aid), f"array {aid} deleted with no job left")
+    assert aid not in d.rnx("job", "list", check=True).stdout
+
+
+def test_an_array_canceled_before_any_task_ran_goes_too(d):
+    aid = d.rnx("job", "run", "--hold", "--array=0-9", "true", check=True).stdout.strip()
+    d.rnx("job", "cancel", aid, check=True)
+    assert d.api("GET", f"/v1/jobs/{aid}")[1]["status"] == "CANCELED"
+    wait_for(lambda: gone(d, aid), f"array {aid}, canceled whole, deleted {KEEP_S} s after")
+
+
+def test_a_workflows_jobs_stay_until_the_workflow_ended(d):
+    wid = submit(d, "keep", job("first", "true"), job("second", "exec sleep 600", requires=[("first", "COMPLETED")]))["id"]
+
+    def ids():
+        return {j["name"]: j.get("job_id") for j in wf_get(d, wid)["jobs"]}
+    wait_for(lambda: ids()["second"] and status(d, ids()["second"]) == "RUNNING", "the second job running")
+    first, second = ids()["first"], ids()["second"]
+    later = d.submit("true")
+    d.wait(later)
+    wait_for(lambda: gone(d, later), f"job {later} deleted")
+    assert status(d, first) == "COMPLETED"                  # kept: its workflow runs
+    d.rnx("job", "stop", second, check=True)
+    wait_for(lambda: gone(d, first) and gone(d, second), "the workflow's jobs deleted once it ended")
+    wait_for(lambda: d.api("GET", f"/v1/workflows/{wid}")[0] == 404, f"workflow {wid} gone with its last job")
+
+
+def test_keep_ended_s_is_checked(tmp_path):
+    need_root()
+    dm = Daemon("jobs:\n  keep_ended_s: -1\n")
+    try:
+        with pytest.raises(RuntimeError) as ex:
+            dm.start()
+        assert "jobs.keep_ended_s" in str(ex.value), str(ex.value)
+    finally:
+        dm.cleanup()
