@@ -96,8 +96,8 @@ static uint64_t unmade_of(const jarray *a)
     return a->spec.count - a->made - skip_left(a) - ahead_left(a);
 }
 
-/* ---- sets of task ids: skip (disjoint ranges of step 1, in order), ahead (disjoint ranges, any
- * step, in order of their first ids) ---- */
+/* ---- sets of task ids: skip and ahead (disjoint ranges, any step, in order of their first ids;
+ * released: ranges of step 1, in order) ---- */
 
 static void set_bounds(arrayspec *s)
 {
@@ -108,49 +108,64 @@ static void set_bounds(arrayspec *s)
             s->max = s->r[i].hi;
 }
 
-/* The first id of s in lo..hi (step 1), and *at the range holding it; -1 when none. O(ranges). */
-static int64_t set_first_in(const arrayspec *s, int64_t lo, int64_t hi, size_t *at)
+/* The first id of s in lo, lo+k, ... up to hi, and *at the range holding it; -1 when none.
+ * O(ranges). */
+static int64_t set_first_in(const arrayspec *s, int64_t lo, uint32_t k, int64_t hi, size_t *at)
 {
     int64_t best = -1;
     for (size_t q = 0; q < s->n; q++) {
-        int64_t x = arrayspec_first_common(lo, 1, hi, s->r[q].lo, s->r[q].step, s->r[q].hi);
+        int64_t x = arrayspec_first_common(lo, k, hi, s->r[q].lo, s->r[q].step, s->r[q].hi);
         if (x >= 0 && (best < 0 || x < best))
             best = x, *at = q;
     }
     return best;
 }
 
-/* s (ranges of step 1) less sub's ids (ranges of any step): false, s unchanged, when that needs
- * more than ARRAYSPEC_MAX_RANGES ranges (or, sub's ranges with a step interleaving over a long
- * run, more than ARRAYS_MINUS_LOOKS ids to pass one by one). O(pieces x sub's ranges). */
+/* s less sub's ids (both ranges of any step), each range of s cut where sub holds one of its
+ * ids: false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges (or, sub's
+ * ranges with a step interleaving over a long run, more than ARRAYS_MINUS_LOOKS ids to pass one
+ * by one). The one subtraction of released (ranges of step 1) and of skip (runs of a range of the
+ * list kept as ranges of its step). O(pieces x sub's ranges). */
 #define ARRAYS_MINUS_LOOKS 65536
 static bool set_minus(arrayspec *s, const arrayspec *sub)
 {
-    arrayspec out = {.throttle = 0};
+    arrayspec *out = xmalloc(sizeof *out); /* (~3 KB) */
+    *out = (arrayspec){.throttle = 0};
     uint32_t looks = 0;
-    for (size_t i = 0; i < s->n; i++) {
+    bool ok = true;
+    for (size_t i = 0; ok && i < s->n; i++) {
         int64_t lo = s->r[i].lo, hi = s->r[i].hi;
+        uint32_t k = s->r[i].step;
         while (lo <= hi) {
             size_t q = 0;
-            int64_t x = sub->n ? set_first_in(sub, lo, hi, &q) : -1;
-            int64_t end = x < 0 ? hi : x - 1;
+            int64_t x = sub->n ? set_first_in(sub, lo, k, hi, &q) : -1;
+            int64_t end = x < 0 ? hi : x - k;
             if (end >= lo) {
-                if (out.n == ARRAYSPEC_MAX_RANGES)
-                    return false;
-                out.r[out.n++] = (arrayspec_range){(uint32_t)lo, (uint32_t)end, 1};
-                out.count += (uint64_t)(end - lo + 1);
+                if (out->n == ARRAYSPEC_MAX_RANGES) {
+                    ok = false;
+                    break;
+                }
+                out->r[out->n++] = (arrayspec_range){(uint32_t)lo, (uint32_t)end, end > lo ? k : 1};
+                out->count += (uint64_t)(end - lo) / k + 1;
             }
             if (x < 0)
                 break;
-            /* past x: a range of step 1 at once, one id of a range with a step */
-            lo = sub->r[q].step == 1 ? (int64_t)sub->r[q].hi + 1 : x + 1;
-            if (++looks > ARRAYS_MINUS_LOOKS)
-                return false;
+            /* past x: the run of ids of s in sub's range there at once (its step divides s's),
+             * else one id */
+            const arrayspec_range *g = &sub->r[q];
+            lo = k % g->step == 0 ? x + ((int64_t)g->hi - x) / k * k + k : x + k;
+            if (++looks > ARRAYS_MINUS_LOOKS) {
+                ok = false;
+                break;
+            }
         }
     }
-    set_bounds(&out);
-    *s = out;
-    return true;
+    if (ok) {
+        set_bounds(out);
+        *s = *out;
+    }
+    free(out);
+    return ok;
 }
 
 /* ---- ahead: the tasks made ahead of the cursor ----
@@ -165,18 +180,23 @@ static bool set_minus(arrayspec *s, const arrayspec *sub)
  * kept have such ranges only): what is asked of ahead is only ever asked of the array's tasks.
  * The ranges never share an id (the text saved parses back). O(ranges of the list, of skip and of
  * ahead) per task. Where its tasks released from the hold would need more ranges than that, the
- * release is refused up front (released_fit), as a hold of tasks not made yet is. */
+ * release is refused up front (released_fit), as a hold of tasks not made yet is.
+ *
+ * skip, the tasks canceled before they were made, is kept the same way, by the same functions
+ * (other: the set it must not share an id with, skip for ahead and ahead for skip): a cancel of
+ * `ID_[1-2001:2]` of 0-2000:2,1-2001:2 is one range of skip, as a release of those tasks is one
+ * of ahead (merge_skip). */
 
 /* The first id of lo, lo+k, ... up to hi (none when lo > hi) that is a task of a's list (but of
- * its range own, when not NULL), one of skip's, or (s not NULL) one that s holds: what a range of
- * ahead cannot bridge; -1 when none. */
-static int64_t ahead_block(const jarray *a, const arrayspec *s, int64_t lo, int64_t hi, uint32_t k,
-                           const arrayspec_range *own)
+ * its range own, when not NULL), one of other's, or (s not NULL) one that s holds: what a range of
+ * s cannot bridge; -1 when none. */
+static int64_t ahead_block(const jarray *a, const arrayspec *other, const arrayspec *s, int64_t lo, int64_t hi,
+                           uint32_t k, const arrayspec_range *own)
 {
     if (lo > hi)
         return -1;
     int64_t best = -1;
-    const arrayspec *sets[3] = {&a->spec, &a->skip, s};
+    const arrayspec *sets[3] = {&a->spec, other, s};
     for (size_t w = 0; w < 3; w++)
         for (size_t i = 0; sets[w] && i < sets[w]->n; i++) {
             const arrayspec_range *r = &sets[w]->r[i];
@@ -202,19 +222,19 @@ static bool takes_step(const arrayspec *s, size_t i, uint32_t k)
     return s->r[i].lo == s->r[i].hi || s->r[i].step == k;
 }
 
-/* How t joins set s (ahead, or a copy): below/above the ranges it joins at their end/start (-1
+/* How t joins set s (ahead, a copy, or skip's: other as ahead_block's): below/above the ranges it joins at their end/start (-1
  * none), k the step the joined range has. In this order: (1) the range ending at t - k, k the
  * step of t's range of the list, and with it the one starting at t + k, of that step too; (2) the
  * range starting at t + k; (3) bridging ids that are no task: the range of step 1 (or single id)
  * ending last below t and the one starting first above it, k 1, each when the ids between are
- * no task, none of skip's and none of s's. */
+ * no task, none of other's and none of s's. */
 typedef struct ahead_join {
     int64_t below, above;
     uint32_t k;
 } ahead_join;
 
 /* true when s holds t already; else *j says how it joins (none: a range of its own). */
-static bool ahead_where(const jarray *a, const arrayspec *s, uint32_t t, ahead_join *j)
+static bool ahead_where(const jarray *a, const arrayspec *other, const arrayspec *s, uint32_t t, ahead_join *j)
 {
     *j = (ahead_join){-1, -1, 1};
     if (!s->n)
@@ -240,9 +260,9 @@ static bool ahead_where(const jarray *a, const arrayspec *s, uint32_t t, ahead_j
         j->k = k;
         return false;
     }
-    if (lb >= 0 && ahead_block(a, s, (int64_t)s->r[lb].hi + 1, (int64_t)t - 1, 1, NULL) < 0)
+    if (lb >= 0 && ahead_block(a, other, s, (int64_t)s->r[lb].hi + 1, (int64_t)t - 1, 1, NULL) < 0)
         j->below = lb;
-    if (la >= 0 && ahead_block(a, s, (int64_t)t + 1, (int64_t)s->r[la].lo - 1, 1, NULL) < 0)
+    if (la >= 0 && ahead_block(a, other, s, (int64_t)t + 1, (int64_t)s->r[la].lo - 1, 1, NULL) < 0)
         j->above = la;
     return false;
 }
@@ -251,7 +271,7 @@ static bool ahead_where(const jarray *a, const arrayspec *s, uint32_t t, ahead_j
 static bool ahead_fits(const jarray *a, const arrayspec *s, uint32_t t)
 {
     ahead_join j;
-    return ahead_where(a, s, t, &j) || j.below >= 0 || j.above >= 0 || s->n < ARRAYSPEC_MAX_RANGES;
+    return ahead_where(a, &a->skip, s, t, &j) || j.below >= 0 || j.above >= 0 || s->n < ARRAYSPEC_MAX_RANGES;
 }
 
 /* s's range i moved to its place in the order of first ids (its lo changed, or it is new). */
@@ -269,12 +289,12 @@ static void ahead_resort(arrayspec *s, size_t i)
     s->r[i] = r;
 }
 
-/* t added to s (ahead, or a copy), joined as ahead_where says: false, s unchanged, when that
- * needs more than ARRAYSPEC_MAX_RANGES ranges. */
-static bool ahead_add(const jarray *a, arrayspec *s, uint32_t t)
+/* t added to s (ahead, a copy, or skip's: other as ahead_block's), joined as ahead_where says:
+ * false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges. */
+static bool ahead_add(const jarray *a, const arrayspec *other, arrayspec *s, uint32_t t)
 {
     ahead_join j;
-    if (ahead_where(a, s, t, &j))
+    if (ahead_where(a, other, s, t, &j))
         return true;
     if (j.below < 0 && j.above < 0) {
         if (s->n == ARRAYSPEC_MAX_RANGES)
@@ -320,8 +340,8 @@ static bool ahead_del(jarray *a, uint32_t t)
         return true;
     arrayspec_range r = s->r[i];
     uint32_t k = r.step;
-    bool left = r.lo < t && ahead_block(a, NULL, r.lo, (int64_t)t - k, k, NULL) >= 0;
-    bool right = r.hi > t && ahead_block(a, NULL, (int64_t)t + k, r.hi, k, NULL) >= 0;
+    bool left = r.lo < t && ahead_block(a, &a->skip, NULL, r.lo, (int64_t)t - k, k, NULL) >= 0;
+    bool right = r.hi > t && ahead_block(a, &a->skip, NULL, (int64_t)t + k, r.hi, k, NULL) >= 0;
     if (left && right && s->n == ARRAYSPEC_MAX_RANGES)
         return false;
     s->count -= arrayspec_range_count(&r);
@@ -762,7 +782,7 @@ bool arrays_ahead_ok_all(const jarray *a, const uint32_t *ts, size_t n, uint32_t
         /* as arrays_made: the cursor's task moves the cursor, another goes into ahead */
         if (made < a->spec.count && arrayspec_task(&a->spec, made) == ts[i])
             made++;
-        else if (!ahead_add(a, ahead, ts[i]))
+        else if (!ahead_add(a, &a->skip, ahead, ts[i]))
             ok = false, *bad = ts[i];
     }
     free(ahead);
@@ -935,7 +955,7 @@ static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, ui
         return true;
     }
     uint32_t k = r->step, x = t, last = t + (uint32_t)(n - 1) * k;
-    bool added = ahead_add(m->a, s, x);
+    bool added = ahead_add(m->a, &m->a->skip, s, x);
     for (uint32_t tries = 0; added && x != last; tries++) {
         if (tries > 2 * ARRAYSPEC_MAX_RANGES + 16) { /* (not seen: refused, as not kept) */
             added = false;
@@ -949,7 +969,7 @@ static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, ui
         } else if (g->hi == x && last - x >= 2 * k && g->step == 1) {
             /* (3), bridging on step 1: each task u while u - k .. u + k holds no other task, no id of
              * skip's or of another range of ahead (none starts there to join) */
-            int64_t b = ahead_block(m->a, s, (int64_t)x + 1, (int64_t)last - 1, 1, r);
+            int64_t b = ahead_block(m->a, &m->a->skip, s, (int64_t)x + 1, (int64_t)last - 1, 1, r);
             int64_t upto = b < 0 ? (int64_t)last - k : b - k;
             if (upto > (int64_t)last - k)
                 upto = (int64_t)last - k;
@@ -965,7 +985,7 @@ static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, ui
             x = y;
         }
         x += k;
-        added = ahead_add(m->a, s, x);
+        added = ahead_add(m->a, &m->a->skip, s, x);
     }
     if (!added) {
         m->ok = false;
@@ -1274,7 +1294,7 @@ void arrays_made(jarray *a, job *j)
     uint32_t t = (uint32_t)j->array_task;
     if (a->made < a->spec.count && arrayspec_task(&a->spec, a->made) == t)
         a->made++;
-    else if (!ahead_add(a, &a->ahead, t)) /* (arrays_ahead_ok said it fits) */
+    else if (!ahead_add(a, &a->skip, &a->ahead, t)) /* (arrays_ahead_ok said it fits) */
         log_err("array %s: task %u was made ahead of its list's order but cannot be kept so", a->id, t);
     ev_mark(a);
     changed(a);
@@ -1550,13 +1570,15 @@ static int64_t cut_passed(const jarray *a, arrayspec_range r, arrayspec_range *v
     return (int64_t)n;
 }
 
-/* Of a range of tasks named with a step (n, step > 1), those the cursor has not passed, as pieces
- * of step 1 appended to v[*nv..max): a run of them in one range of the list of that same step is
- * one piece, bridging the ids between its tasks when those are no task of the list and none of
- * skip's (cut where one is), as skip keeps only what it is asked about (the list's tasks); in a
- * range of the list of another step, each task one piece. `rnx job cancel ID_[0-1000:2]` of a
- * 0-2000:2 array was 501 pieces, refused (409) past ARRAYSPEC_MAX_RANGES. false past max. */
-static bool stepped_pieces(const jarray *a, arrayspec_range n, arrayspec_range *v, size_t *nv, size_t max)
+/* Of a range of tasks named with a step (n, step > 1), those the cursor has not passed: a run of
+ * them in one range of the list of that same step (on its grid) as one range of that step into
+ * runs (at most rmax), as ahead keeps a run of tasks made (a run of one task: a single id into v);
+ * in a range of the list of another step, each task a single id into v (at most vmax). `rnx job
+ * cancel ID_[1-2001:2]` of 0-2000:2,1-2001:2 is one run: kept as ranges of step 1 bridging only
+ * ids that are no task, it was 1,001 pieces, refused (409) past ARRAYSPEC_MAX_RANGES. false past
+ * either bound. */
+static bool stepped_pieces(const jarray *a, arrayspec_range n, arrayspec_range *runs, size_t *nr, size_t rmax,
+                           arrayspec_range *v, size_t *nv, size_t vmax)
 {
     uint64_t base = 0;
     for (size_t i = 0; i < a->spec.n; base += arrayspec_range_count(&a->spec.r[i]), i++) {
@@ -1570,21 +1592,21 @@ static bool stepped_pieces(const jarray *a, arrayspec_range n, arrayspec_range *
             x = x > from ? x : from;
             x += ((s - (x - (int64_t)n.lo) % s) % s); /* (on the grid) */
             y -= (y - (int64_t)n.lo) % s;
-            for (int64_t z = x; z <= y;) {
-                int64_t b = ahead_block(a, NULL, z, y, 1, q);
-                int64_t end = b < 0 ? y : b <= z ? z : z + (b - 1 - z) / s * s;
-                if (*nv == max)
-                    return false;
-                v[(*nv)++] = (arrayspec_range){(uint32_t)z, (uint32_t)end, 1};
-                z = end + s;
-            }
+            if (x > y)
+                continue;
+            if (x < y ? *nr == rmax : *nv == vmax)
+                return false;
+            if (x < y)
+                runs[(*nr)++] = (arrayspec_range){(uint32_t)x, (uint32_t)y, (uint32_t)s};
+            else
+                v[(*nv)++] = (arrayspec_range){(uint32_t)x, (uint32_t)x, 1};
             continue;
         }
         int64_t z = x + ((s - (x - (int64_t)n.lo) % s) % s);
         for (; z <= y; z += s) {
             if ((z - (int64_t)q->lo) % (q->lo < q->hi ? q->step : 1) || z < from)
                 continue;
-            if (*nv == max)
+            if (*nv == vmax)
                 return false;
             v[(*nv)++] = (arrayspec_range){(uint32_t)z, (uint32_t)z, 1};
         }
@@ -1592,92 +1614,159 @@ static bool stepped_pieces(const jarray *a, arrayspec_range n, arrayspec_range *
     return true;
 }
 
-/* The union of the skip list and the ids of tasks, as disjoint ranges of step 1 in order. */
+static int range_lo_cmp(const void *x, const void *y)
+{
+    const arrayspec_range *p = x, *q = y;
+    return (p->lo > q->lo) - (p->lo < q->lo);
+}
+
+/* by step, then by where on it (lo mod step), then by lo: the ranges that one range of their step
+ * could hold side by side */
+static int range_grid_cmp(const void *x, const void *y)
+{
+    const arrayspec_range *p = x, *q = y;
+    if (p->step != q->step)
+        return (p->step > q->step) - (p->step < q->step);
+    if (p->lo % p->step != q->lo % q->step)
+        return (p->lo % p->step > q->lo % q->step) - (p->lo % p->step < q->lo % q->step);
+    return range_lo_cmp(x, y);
+}
+
+/* s's ranges (disjoint) in the order of their first ids, counted again. */
+static void set_sort(arrayspec *s)
+{
+    qsort(s->r, s->n, sizeof *s->r, range_lo_cmp);
+    s->count = 0;
+    for (size_t i = 0; i < s->n; i++)
+        s->count += arrayspec_range_count(&s->r[i]);
+    set_bounds(s);
+}
+
+/* s's disjoint ranges of one step that follow each other on its grid (0-98:2 and 100-200:2) as
+ * one (0-200:2): the same ids. */
+static void set_join(arrayspec *s)
+{
+    qsort(s->r, s->n, sizeof *s->r, range_grid_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        arrayspec_range *p = m ? &s->r[m - 1] : NULL, c = s->r[i];
+        if (p && p->step == c.step && (uint64_t)p->hi + p->step == c.lo)
+            p->hi = c.hi;
+        else
+            s->r[m++] = c;
+    }
+    s->n = m;
+    set_sort(s);
+}
+
+/* s with sub's ranges added (disjoint from s's): false past ARRAYSPEC_MAX_RANGES. */
+static bool set_append(arrayspec *s, const arrayspec *sub)
+{
+    if (s->n + sub->n > ARRAYSPEC_MAX_RANGES)
+        return false;
+    memcpy(&s->r[s->n], sub->r, sub->n * sizeof *sub->r);
+    s->n += sub->n;
+    return true;
+}
+
+/* skip with the ids of tasks added (those the cursor passed left out: they were made), less the
+ * tasks made ahead (jobs, canceled as jobs: array_ctl_act), into *out: disjoint ranges of any
+ * step, in the order of their first ids, kept as ahead is (a run of one range of the list's
+ * tasks as one range of its step; a range of step 1 may also hold ids that are no task). Built
+ * from three parts that share no id: p, the ranges of step 1 (skip's, and those named with step
+ * 1, merged where they touch); skip's ranges with a step, less p; the runs named with a step
+ * (stepped_pieces), less skip and p. Then runs that follow each other on one grid are joined, the
+ * tasks made ahead taken out, and p's single ids join the ranges next to them as ahead_add joins
+ * a task. 0, or 409 (nothing changed) when that needs more than ARRAYSPEC_MAX_RANGES ranges. */
 static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
 {
-    size_t cap = a->skip.n + 1, nst = 0;
-    arrayspec_range *st = xcalloc(4 * ARRAYSPEC_MAX_RANGES, sizeof *st); /* the pieces of those with a step */
-    bool fits = true;
-    for (size_t i = 0; fits && i < tasks->n; i++)
-        if (tasks->r[i].step == 1)
-            cap++;
-        else
-            fits = stepped_pieces(a, tasks->r[i], st, &nst, 4 * ARRAYSPEC_MAX_RANGES);
-    cap += nst;
-    if (!fits || cap > 4 * ARRAYSPEC_MAX_RANGES) {
-        free(st);
-        return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
-                                 "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
-    }
+    const size_t max = 4 * ARRAYSPEC_MAX_RANGES;
     bool ascends = true;
     for (size_t i = 1; i < a->spec.n; i++)
         ascends &= a->spec.r[i - 1].hi < a->spec.r[i].lo;
-    if (!ascends)
-        cap += 4 * ARRAYSPEC_MAX_RANGES; /* (room for the pieces cut_passed leaves; past it, 409) */
-    arrayspec_range *v = xcalloc(cap, sizeof *v);
-    size_t n = 0;
+    /* v: ranges of step 1 (cut_passed's pieces, and single ids among them); runs: named with a step */
+    size_t vcap = a->skip.n + tasks->n + 2 * max, nv = 0, nr = 0;
+    arrayspec_range *v = xcalloc(vcap, sizeof *v), *runs = xcalloc(ARRAYSPEC_MAX_RANGES, sizeof *runs);
+    arrayspec *p = xmalloc(sizeof *p), *r = xmalloc(sizeof *r), *nw = xmalloc(sizeof *nw);
+    *p = *r = *nw = (arrayspec){.n = 0};
+    bool ok = true;
     for (size_t i = 0; i < a->skip.n; i++)
-        v[n++] = a->skip.r[i];
+        if (a->skip.r[i].step == 1)
+            v[nv++] = a->skip.r[i];
     /* The named tasks the cursor passed were made (or were canceled before already): they are
      * not kept as canceled before they were made, which would count each twice (its job, and
      * CANCELED) and hide its job from ID_T. Where the list's ranges ascend (each after the one
      * before it, as lists are written), the ids below the cursor's; otherwise what the list's
      * places before the cursor leave of a range (cut_passed), one by one for a range with a step. */
     uint32_t from = a->made < a->spec.count ? arrayspec_task(&a->spec, a->made) : ARRAYSPEC_MAX_ID + 1;
-    for (size_t i = 0; i < tasks->n; i++) {
-        arrayspec_range r = tasks->r[i];
-        if (r.step == 1 && !ascends) {
-            int64_t got = n + nst < cap ? cut_passed(a, r, v + n, cap - nst - n) : -1; /* (nst kept for st) */
-            if (got < 0) {
-                free(v), free(st);
-                return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d "
-                                         "ranges are kept); cancel them in ranges, or the whole array",
-                                 ARRAYSPEC_MAX_RANGES);
-            }
-            n += (size_t)got;
-        } else if (r.step == 1) {
-            if (r.lo < from)
-                r.lo = from;
-            if (r.lo <= r.hi)
-                v[n++] = r;
+    for (size_t i = 0; ok && i < tasks->n; i++) {
+        arrayspec_range n = tasks->r[i];
+        if (n.step == 1 && !ascends) {
+            int64_t got = nv < vcap ? cut_passed(a, n, v + nv, vcap - nv) : -1;
+            ok = got >= 0;
+            nv += got > 0 ? (size_t)got : 0;
+        } else if (n.step == 1) {
+            if (n.lo < from)
+                n.lo = from;
+            if (n.lo <= n.hi && !(ok = nv < vcap))
+                break;
+            if (n.lo <= n.hi)
+                v[nv++] = n;
+        } else {
+            ok = stepped_pieces(a, n, runs, &nr, ARRAYSPEC_MAX_RANGES, v, &nv, vcap);
         }
     }
-    memcpy(v + n, st, nst * sizeof *st); /* (the cursor's passed ones left out: stepped_pieces) */
-    n += nst;
-    free(st);
-    /* sort by start, then merge what touches */
-    for (size_t i = 1; i < n; i++)
-        for (size_t k = i; k > 0 && v[k - 1].lo > v[k].lo; k--) {
-            arrayspec_range t = v[k];
-            v[k] = v[k - 1];
-            v[k - 1] = t;
-        }
+    /* p: v merged where they touch; a single id named that skip holds already (in one of its
+     * ranges with a step) left there whole, not cut out of it */
     size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && v[i].lo <= v[m - 1].hi + 1) {
-            if (v[i].hi > v[m - 1].hi)
-                v[m - 1].hi = v[i].hi;
-        } else
+    for (size_t i = 0; i < nv; i++) {
+        const arrayspec_range *in = v[i].lo == v[i].hi ? arrayspec_range_of(&a->skip, v[i].lo) : NULL;
+        if (!in || in->step == 1)
             v[m++] = v[i];
     }
-    if (m > ARRAYSPEC_MAX_RANGES) {
-        free(v);
+    qsort(v, m, sizeof *v, range_lo_cmp);
+    for (size_t i = 0; ok && i < m; i++) {
+        if (p->n && v[i].lo <= (uint64_t)p->r[p->n - 1].hi + 1) {
+            if (v[i].hi > p->r[p->n - 1].hi)
+                p->r[p->n - 1].hi = v[i].hi;
+        } else if (p->n == ARRAYSPEC_MAX_RANGES) {
+            ok = false;
+        } else {
+            p->r[p->n++] = (arrayspec_range){v[i].lo, v[i].hi, 1};
+        }
+    }
+    if (ok)
+        set_sort(p);
+    /* r: skip's ranges with a step, and the runs named, less p (and the runs less skip) */
+    for (size_t i = 0; ok && i < a->skip.n; i++)
+        if (a->skip.r[i].step != 1)
+            r->r[r->n++] = a->skip.r[i];
+    memcpy(nw->r, runs, nr * sizeof *runs);
+    nw->n = nr;
+    ok = ok && set_minus(r, p) && set_minus(nw, &a->skip) && set_minus(nw, p) && set_append(r, nw);
+    if (ok) {
+        set_join(r);
+        /* a task made ahead of the cursor is a job: canceled as one (array_ctl_act), not here */
+        ok = !a->ahead.n || (set_minus(r, &a->ahead) && set_minus(p, &a->ahead));
+    }
+    /* p's ranges into r; its single ids joined to those next to them as ahead's tasks are */
+    for (size_t i = 0; ok && i < p->n; i++)
+        if (p->r[i].lo != p->r[i].hi) {
+            ok = r->n < ARRAYSPEC_MAX_RANGES;
+            if (ok)
+                r->r[r->n++] = p->r[i];
+        }
+    if (ok)
+        set_sort(r);
+    for (size_t i = 0; ok && i < p->n; i++)
+        if (p->r[i].lo == p->r[i].hi)
+            ok = ahead_add(a, &a->ahead, r, p->r[i].lo);
+    if (ok)
+        a->skip = *r;
+    free(v), free(runs), free(p), free(r), free(nw);
+    if (!ok)
         return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
                                  "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
-    }
-    arrayspec s = {.n = m, .throttle = 0};
-    for (size_t i = 0; i < m; i++) {
-        s.r[i] = v[i];
-        s.count += v[i].hi - v[i].lo + 1;
-    }
-    s.min = m ? v[0].lo : 0;
-    s.max = m ? v[m - 1].hi : 0;
-    free(v);
-    /* a task made ahead of the cursor is a job: canceled as one (array_ctl_act), not here */
-    if (a->ahead.n && !set_minus(&s, &a->ahead))
-        return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
-                                 "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
-    a->skip = s;
     return 0;
 }
 

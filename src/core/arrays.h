@@ -40,7 +40,10 @@ typedef struct jarray {
     int64_t created_ms;
     uint64_t made;             /* the cursor: the tasks before the list's made-th place were made (or
                                 * canceled before they were); the next in the list's order is there */
-    arrayspec skip;            /* tasks canceled before they were made (disjoint ranges of step 1) */
+    arrayspec skip;            /* tasks canceled before they were made: disjoint ranges kept as ahead's are
+                                * (a run of one range of the list's tasks as one range of its step, one
+                                * of step 1 also holding ids that are no task), never one of ahead's;
+                                * rows saved before steps were kept have ranges of step 1 only */
     arrayspec ahead;           /* tasks made out of the list's order, ahead of the cursor (--after=ARRAY:corr:
                                 * a task whose own task completed goes before those that wait; tasks
                                 * released from a whole hold one by one; disjoint ranges, a run of tasks of

@@ -17,7 +17,7 @@ const db_workflow *workflow_row(const workflow *wf, db_workflow *out);
 /* The same for a job array, its task lists written out into b. */
 typedef struct array_row_buf {
     db_array row;
-    char spec[2048], skip[4096], ahead[6400], released[1200]; /* (ahead: 256 ranges with steps, 24 B each) */
+    char spec[2048], skip[6400], ahead[6400], released[1200]; /* (skip, ahead: 256 ranges with steps, 24 B each) */
 } array_row_buf;
 const db_array *array_row(const jarray *a, array_row_buf *b);
 
