@@ -141,6 +141,13 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e)
      * the stop under way ends it instead */
     if (job_ctl_requeuing(j))
         return stop_requeue(j, by);
+    /* launched (its shim is starting it) while still QUEUED, SCHEDULED or PREEMPTED until the shim
+     * says it runs: out of the queue, a stop's to end (as job_ctl_update takes it for running),
+     * and said so by what it is, not by the state that a cancel would take */
+    if (!job_in_queue(j) && job_state_waiting(j->state))
+        return jerr_http(e, 409, "job %s is starting (its shim was launched; it shows %s until it runs): a cancel "
+                                 "takes only a job not launched yet; use stop (rnx job stop %.8s)",
+                         j->id, job_state_name(j->state), j->id);
     if (!job_in_queue(j) && j->state != JS_PENDING && j->state != JS_HELD)
         return jerr_http(e, 409, "job %s is %s; only a pending, scheduled, queued, preempted or held job can be canceled%s",
                          j->id, job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");

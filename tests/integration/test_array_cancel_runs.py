@@ -75,14 +75,16 @@ def test_what_still_cannot_be_kept_is_refused_whole(fresh_daemon):
 
 
 def test_a_row_kept_before_steps_is_read_and_added_to(fresh_daemon):
-    """A row of an older joblet: its tasks canceled as ranges of step 1 ("1-3,7"): counted as
-    before, and a cancel of a run of the list's step adds one range to them."""
+    """A row of an older joblet (schema 27): its tasks canceled as ranges of step 1 ("1-3,7"):
+    counted as before, and a cancel of a run of the list's step joins them (7 and 9-601:2)."""
     d = fresh_daemon(CFG)
     aid = d.submit("true", array="0-600:2,1-601:2", hold=True)
     d.kill9()
     with sqlite3.connect(os.path.join(d.state, "joblet.db")) as c:
         c.execute("UPDATE arrays SET skip = '1-3,7' WHERE id = ?", (aid,))
+        c.execute("PRAGMA user_version=27")  # (that joblet's schema: migrated on start)
     d.start()
+    assert "database migrated to schema version 28" in d.log()
     assert arr(d, aid)["counts"] == {"HELD": 598, "CANCELED": 4}, arr(d, aid)
     d.rnx("job", "cancel", f"{aid[:8]}_[9-601:2]", check=True)
     assert arr(d, aid)["counts"] == {"HELD": 301, "CANCELED": 301}, arr(d, aid)

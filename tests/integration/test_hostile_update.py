@@ -522,3 +522,38 @@ def test_update_reaches_a_task_whose_shim_is_starting(slow_runsc):
         end_all(d, t["id"])
     if not tried:
         pytest.skip("every task started too quickly to update it while its shim started")
+
+def test_cancel_of_a_task_whose_shim_is_starting_names_its_state(slow_runsc):
+    """`rnx job cancel ID_0` of a task whose shim was launched and which shows QUEUED until it runs
+    was refused as "job ... is QUEUED; only a pending, scheduled, queued ... job can be canceled
+    (use stop)": refused for being queued, in the words of the state a cancel takes. It says the
+    task is starting now, and `rnx job stop` ends it. The window held open as above (the shim
+    stopped while its sandbox comes up)."""
+    d = slow_runsc
+    import signal
+    for _ in range(5):
+        aid = submit_array(d, "0", "sleep", "60", isolation="gvisor")["id"]
+        t = wait_for(lambda: (lambda x: x if x and (x["shim_pid"] or x["status"] in TERMINAL | {"RUNNING"})
+                              else None)(task(d, aid, 0)), "task 0's shim started")
+        if t["status"] != "QUEUED":
+            end_all(d, t["id"])
+            continue
+        os.kill(t["shim_pid"], signal.SIGSTOP)
+        try:
+            time.sleep(0.3)  # (a word it sent before it stopped is read by now)
+            caught = d.job(t["id"])["status"] == "QUEUED"
+            if not caught:
+                end_all(d, t["id"])
+                continue
+            p = d.rnx("job", "cancel", f"{aid[:8]}_0")
+            assert p.returncode != 0, p.stdout
+            assert f"job {t['id']} is starting (its shim was launched; it shows QUEUED until it runs)" in p.stderr, \
+                p.stderr
+            assert "use stop (rnx job stop" in p.stderr and "is QUEUED" not in p.stderr, p.stderr
+            assert d.job(t["id"])["status"] == "QUEUED"
+            d.rnx("job", "stop", f"{aid[:8]}_0", check=True)
+        finally:
+            os.kill(t["shim_pid"], signal.SIGCONT)
+        assert d.wait(t["id"], timeout=60)["status"] in ("STOPPED", "CANCELED"), d.job(t["id"])
+        return
+    pytest.skip("every task started too quickly to cancel it while its shim started")
