@@ -500,7 +500,7 @@ static enum MHD_Result array_acted(request *r, jarray *a, const arrayspec *tasks
     settle();
     json_t *o = json_pack("{s:o,s:I}", "array", array_json(a), "acted", (json_int_t)acted);
     if (tasks) {
-        char named[2048];
+        char named[ARRAYSPEC_TEXT_MAX];
         arrayspec_format(tasks, false, named, sizeof named);
         json_object_set_new(o, "named", json_string(named));
         if (n) {
@@ -844,12 +844,23 @@ static int action_options_known(request *r, const char *action, jerr *e)
 
 static enum MHD_Result one_job(request *r, const char *rest)
 {
-    char id[160];   /* an id, a prefix, or a name (at most 128 bytes) */
+    /* an id, a prefix, or a name (at most 128 bytes); tasks of an array, ID_[LIST], with a list
+     * of up to ARRAYSPEC_TEXT_MAX bytes after it (what ARRAYSPEC_MAX_RANGES ranges take: Slurm's
+     * scancel 123_[1,5,9,...] of 256 tasks), refused past that naming the bound */
+    enum { ID_PLAIN = 160 };
+    char id[ID_PLAIN + ARRAYSPEC_TEXT_MAX + 8];
     const char *slash = strchr(rest, '/');
     size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
     const char *action = slash ? slash + 1 : "";
     jerr e = {0};
-    if (idlen >= sizeof id) {
+    const char *list = memmem(rest, idlen, "_[", 2);
+    if (list && idlen >= sizeof id) {
+        jerr_field(&e, "tasks", "tasks: the list of tasks named ('%.40s…') is %zu bytes; at most %d are read (as "
+                                "many as %d ranges take): name them in ranges, 0-99 rather than 0,1,...,99",
+                   rest, idlen - (size_t)(list - rest) - 3, ARRAYSPEC_TEXT_MAX, ARRAYSPEC_MAX_RANGES);
+        return http_reply_error(r->conn, &e);
+    }
+    if (!list && idlen >= ID_PLAIN) {
         jerr_http(&e, 404, "no job '%.40s…': an id, a prefix or a name is at most 128 bytes", rest);
         return http_reply_error(r->conn, &e);
     }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/arrayspec.h"
 #include "../common/util.h"
 #include "conn_agent.h"
 #include "print.h"
@@ -162,8 +163,10 @@ static int send_all(conn *k, const char *p, size_t left)
 static int send_head(const rnx_client *c, conn *k, const char *method, const char *path, const char *accept,
                      const char *ctype, unsigned long long blen, bool keep)
 {
-    char head[4096];
-    if (strlen(path) > 2048) {
+    /* a path is at most 20 KiB: a reference to tasks of an array (ID_[LIST]) has a list of up to
+     * ARRAYSPEC_TEXT_MAX bytes, each escaped in at most 3 */
+    char head[24576];
+    if (strlen(path) > 3 * (ARRAYSPEC_TEXT_MAX + 256)) {
         errno = ENAMETOOLONG;
         return -1;
     }

@@ -248,11 +248,21 @@ int arrayspec_split_ref(const char *ref, char *base, size_t blen, arrayspec *tas
     if (!us || us == ref || !us[1])
         return 0;
     const char *t = us + 1;
-    char list[1024];
+    char list[ARRAYSPEC_TEXT_MAX + 1];
     size_t tl = strlen(t);
     if (t[0] == '[') {
-        if (tl < 3 || t[tl - 1] != ']' || tl - 2 >= sizeof list)
+        if (tl < 3 || t[tl - 1] != ']')
             return 0;
+        if (tl - 2 >= sizeof list) {
+            /* (a list's characters only between the brackets: a task list, too long) */
+            if (strspn(t + 1, "0123456789,-:") != tl - 2 || (size_t)(us - ref) >= blen)
+                return 0;
+            memcpy(base, ref, (size_t)(us - ref));
+            base[us - ref] = 0;
+            return jerr_field(e, "tasks", "tasks: the list of tasks named is %zu bytes; at most %d are read (as many "
+                              "as %d ranges take): name them in ranges, 0-99 rather than 0,1,...,99", tl - 2,
+                              ARRAYSPEC_TEXT_MAX, ARRAYSPEC_MAX_RANGES);
+        }
         memcpy(list, t + 1, tl - 2);
         list[tl - 2] = 0;
     } else {

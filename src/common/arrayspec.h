@@ -16,6 +16,11 @@
 #define ARRAYSPEC_MAX_ID 4000000
 /* Ranges in one list (a comma-separated list of single ids counts one range each). */
 #define ARRAYSPEC_MAX_RANGES 256
+/* The bytes a list of ARRAYSPEC_MAX_RANGES ranges takes at most ("lo-hi:step," of 7-digit ids,
+ * 24 each): what arrayspec_format writes, and what the list of a reference ID_[LIST] may be
+ * (Slurm's `scancel 123_[1,5,9,...]`: 256 ids of 7 digits are 2 KB), so that a list that can be
+ * parsed can also be named; past it arrayspec_split_ref refuses it naming the bound. */
+#define ARRAYSPEC_TEXT_MAX 6400
 
 typedef struct arrayspec_range {
     uint32_t lo, hi, step;     /* lo, lo+step, ... up to hi (hi is one of them: normalised) */
@@ -61,7 +66,8 @@ void arrayspec_format(const arrayspec *a, bool with_throttle, char *out, size_t 
 int arrayspec_throttle_check(int64_t n, bool number, const char *label, const char *text, jerr *e);
 /* A job reference of the form BASE_TASKS ("3f2a_7", "sweep_[3-5]"): BASE copied into base (at
  * most blen - 1 bytes) and the task list parsed into *tasks; 1 when ref has that form, 0 when
- * it does not (a plain reference), -1 with e set when it has it but the list is invalid. */
+ * it does not (a plain reference), -1 with e set when it has it but the list is invalid (or
+ * longer than ARRAYSPEC_TEXT_MAX bytes, or of more than ARRAYSPEC_MAX_RANGES ranges: field "tasks"). */
 int arrayspec_split_ref(const char *ref, char *base, size_t blen, arrayspec *tasks, jerr *e);
 
 #endif

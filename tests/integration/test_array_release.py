@@ -105,7 +105,7 @@ def test_what_a_release_by_task_keeps_is_bounded(fresh_daemon):
     try:
         d.rnx("job", "release", f"{ref}_[1000000-2999999]", check=True)
         assert counts(d, aid) == {"SCHEDULED": 2000000, "HELD": 2000001}, counts(d, aid)
-        # a reference is at most 128 bytes: 33 ranges a request, kept across requests up to the cap
+        # 33 ranges a request, kept across requests up to the cap
         d.rnx("job", "release", f"{ref}_[{','.join(str(k) for k in range(0, 66, 2))}]", check=True)
         assert counts(d, aid) == {"SCHEDULED": 2000033, "HELD": 2000001 - 33}, counts(d, aid)
         p = d.rnx("job", "release", f"{ref}_[{','.join(str(k) for k in range(100, 166, 2))}]")

@@ -70,7 +70,7 @@ def gen_list(rng, kind=None):
 
 
 def name_set(rng, ids, at_most=None):
-    """name_set_once's, its text short enough for an ID_[LIST] reference (128 bytes in all)."""
+    """name_set_once's, its text short (80 bytes), as a reference ID_[LIST] once had to be."""
     for _ in range(50):
         text, named = name_set_once(rng, ids, at_most)
         if len(text) <= 80:
