@@ -66,7 +66,7 @@ static void test_bound_drop_delete_reopen(void **state)
     char dir[] = "/tmp/test_db_events.XXXXXX", path[128], cmd[160];
     db *d = open_fresh(dir, path, sizeof path);
     jerr e = {0};
-    assert_int_equal(db_schema_version(d), 27);
+    assert_int_equal(db_schema_version(d), 28);
     db_job *a = a_job("aaaaaaaa-0000-4000-8000-000000000001", 1), *b = a_job("bbbbbbbb-0000-4000-8000-000000000002", 2);
     assert_int_equal(db_insert_job(d, a, &e), 0);
     assert_int_equal(db_insert_job(d, b, &e), 0);

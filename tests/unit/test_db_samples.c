@@ -28,7 +28,7 @@ static void test_compact_bounds_and_means(void **state)
     db *d = db_open(path, &e);
     if (!d)
         fail_msg("%s", e.msg);
-    assert_int_equal(db_schema_version(d), 27);
+    assert_int_equal(db_schema_version(d), 28);
     const int64_t now = 100 * DAY;
     /* three days of minutes for two GPUs: util = the minute within its hour, unknown power */
     for (int64_t t = now - 3 * DAY; t < now; t += MIN)
