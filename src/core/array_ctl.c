@@ -150,25 +150,29 @@ int array_ctl_run(jarray *a, const arrayspec *tasks, enum array_ctl_run act, boo
 static int64_t unmade_named(jarray *a, const arrayspec *tasks, uint32_t *out, jerr *e)
 {
     int64_t n = 0;
-    for (uint64_t k = 0; k < tasks->count; k++) {
-        uint32_t t = arrayspec_task(tasks, k);
-        bool made;
-        if (arrayspec_index(&a->spec, t) < 0 || (arrays_task(a, t, &made), made) ||
-            (a->skip.n && arrayspec_has(&a->skip, t)))
-            continue;
-        /* one that waits for its own task (--after=ARRAY:corr) waits as a task not made: made now,
-         * it would wait for nothing, and run once released whatever its own task did */
-        char why[300];
-        enum depend_task_end end;
-        if (depend_tasks_by_task(a) && depend_task_verdict(a, t, &end, why, sizeof why) != DEPEND_GO)
-            return jerr_http(e, 409, "array %s: task %u is not made until its own task lets it go (%s); hold the "
-                                     "whole array meanwhile", a->id, t,
-                             *why ? why : "it waits task by task");
-        if (n == ARRAY_CTL_HOLD_MAKE)
-            return jerr_http(e, 409, "array %s: more than %d of the tasks named are not started yet; name at most %d "
-                                     "of them at once, or hold the whole array", a->id, ARRAY_CTL_HOLD_MAKE,
-                             ARRAY_CTL_HOLD_MAKE);
-        out[n++] = t;
+    /* range by range of those named (arrayspec_task(tasks, k) looks through the ranges before k's:
+     * a list of 256 ranges cost 256 looks a task) */
+    for (size_t q = 0; q < tasks->n; q++) {
+        for (uint64_t k = 0, c = arrayspec_range_count(&tasks->r[q]); k < c; k++) {
+            uint32_t t = tasks->r[q].lo + (uint32_t)k * tasks->r[q].step;
+            bool made;
+            if (arrayspec_index(&a->spec, t) < 0 || (arrays_task(a, t, &made), made) ||
+                (a->skip.n && arrayspec_has(&a->skip, t)))
+                continue;
+            /* one that waits for its own task (--after=ARRAY:corr) waits as a task not made: made now,
+             * it would wait for nothing, and run once released whatever its own task did */
+            char why[300];
+            enum depend_task_end end;
+            if (depend_tasks_by_task(a) && depend_task_verdict(a, t, &end, why, sizeof why) != DEPEND_GO)
+                return jerr_http(e, 409, "array %s: task %u is not made until its own task lets it go (%s); hold the "
+                                         "whole array meanwhile", a->id, t,
+                                 *why ? why : "it waits task by task");
+            if (n == ARRAY_CTL_HOLD_MAKE)
+                return jerr_http(e, 409, "array %s: more than %d of the tasks named are not started yet; name at most %d "
+                                         "of them at once, or hold the whole array", a->id, ARRAY_CTL_HOLD_MAKE,
+                                 ARRAY_CTL_HOLD_MAKE);
+            out[n++] = t;
+        }
     }
     if (n && (a->waiting || a->held || arrays_canceled(a)))
         return jerr_http(e, 409, "array %s: tasks not started yet are %s", a->id,
