@@ -461,9 +461,12 @@ int array_ctl_reap(const caller *who, int64_t empty_for_ms, int64_t now, jerr *e
     if (db_mark(core.db, e) < 0)
         return -1;
     jarray **gone = xcalloc(narr + 1, sizeof *gone);
+    depend_named named = {0}; /* what retention keeps: arrays a waiting job or array names */
+    if (empty_for_ms)
+        depend_named_collect(&named);
     for (size_t i = 0; i < narr; i++) {
         jarray *a = arrs[i];
-        if (!arrays_visible(a, who) || !arrays_ended(a))
+        if (!arrays_visible(a, who) || !arrays_ended(a) || depend_named_has(&named, a->seq))
             continue;
         bool left = false;
         for (size_t k = 0; k < a->ntasks && !left; k++)
@@ -477,10 +480,12 @@ int array_ctl_reap(const caller *who, int64_t empty_for_ms, int64_t now, jerr *e
         if (arrays_delete_row(a, e) < 0) {
             db_undo(core.db);
             free(gone);
+            depend_named_free(&named);
             return -1;
         }
         gone[n++] = a;
     }
+    depend_named_free(&named);
     db_keep(core.db);
     if (n && commit_delete(0, e) < 0) {
         free(gone);

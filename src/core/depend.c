@@ -1123,6 +1123,55 @@ static bool relink_job(const job *j)
            !j->wf_id[0];
 }
 
+static void named_add(depend_named *d, size_t *cap, const uint64_t *seq, size_t n)
+{
+    for (size_t k = 0; seq && k < n; k++) {
+        if (!seq[k])
+            continue;
+        if (d->n == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            d->seq = xrealloc(d->seq, *cap * sizeof *d->seq);
+        }
+        d->seq[d->n++] = seq[k];
+    }
+}
+
+static int seq_order(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+void depend_named_collect(depend_named *d)
+{
+    /* those linked again at a start (relink_job, relink_array): what still waits on them */
+    size_t cap = 0;
+    *d = (depend_named){0};
+    for (size_t i = 0; i < core.njobs; i++) {
+        const job *j = core.jobs[i];
+        if (relink_job(j) && j->req.nafter && !j->after_met)
+            named_add(d, &cap, j->after_seq, j->req.nafter);
+    }
+    for (size_t i = 0; i < core.narrays; i++) {
+        const jarray *a = core.arrays[i];
+        if (relink_array(a))
+            named_add(d, &cap, a->after_seq, a->req.nafter);
+    }
+    if (d->n)
+        qsort(d->seq, d->n, sizeof *d->seq, seq_order);
+}
+
+bool depend_named_has(const depend_named *d, uint64_t seq)
+{
+    return d->n && bsearch(&seq, d->seq, d->n, sizeof *d->seq, seq_order);
+}
+
+void depend_named_free(depend_named *d)
+{
+    free(d->seq);
+    *d = (depend_named){0};
+}
+
 void depend_resume_all(void)
 {
     size_t nw = 0;

@@ -107,6 +107,18 @@ void depend_single_changed(job *j);
  * in its history, and goes when that one ends. A check made when it was released, held again as
  * it starts. */
 bool depend_single_blocked(job *j);
+/* What jobs.keep_ended_s (core/retention.c) keeps past its age: the jobs and arrays (by seq) that a
+ * job or array still waiting names in its `after` (not decided yet, held or not; an array's tasks
+ * waiting task by task). Deleted, each would cancel its waiter ("it was deleted") though it went
+ * as needed (Slurm never cancels a job for a dependency purged by MinJobAge). Sorted; one pass
+ * over the jobs and arrays kept. */
+typedef struct depend_named {
+    uint64_t *seq;
+    size_t n;
+} depend_named;
+void depend_named_collect(depend_named *d);
+bool depend_named_has(const depend_named *d, uint64_t seq);
+void depend_named_free(depend_named *d);
 /* A PENDING job with `after` decided now (a held one released: its dependencies may have
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);

@@ -249,11 +249,13 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
     return 0;
 }
 
-/* An ended job retention.c may delete: ended before the bound, its array and workflow ended. */
-static bool ended_whole_before(const job *j, int64_t before_ms)
+/* An ended job retention.c may delete: ended before the bound, its array and workflow ended, and
+ * no job or array waiting names it, or its array, in its `after` (named). */
+static bool ended_whole_before(const job *j, int64_t before_ms, const depend_named *named)
 {
     return j->ended_ms > 0 && j->ended_ms < before_ms && (!j->array || arrays_ended(j->array)) &&
-           (!j->wf || j->wf->state >= WF_COMPLETED);
+           (!j->wf || j->wf->state >= WF_COMPLETED) && !depend_named_has(named, j->seq) &&
+           (!j->array || !depend_named_has(named, j->array->seq));
 }
 
 int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max, size_t *deleted, bool *more,
@@ -269,12 +271,15 @@ int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max,
         return -1;
     job **gone = xcalloc((max < core.njobs ? max : core.njobs) + 1, sizeof *gone);
     bool oldest_first = ended_before_ms > 0;
+    depend_named named = {0};
+    if (oldest_first)
+        depend_named_collect(&named);
     /* (an index, not a count from the end: settling what a job owed may make jobs, an array's
      * tasks, at the end) */
     for (size_t k = 0, i = core.njobs; oldest_first ? k < core.njobs : i-- > 0; k++) {
         job *j = core.jobs[oldest_first ? k : i];
         if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state) ||
-            (oldest_first && !ended_whole_before(j, ended_before_ms)))
+            (oldest_first && !ended_whole_before(j, ended_before_ms, &named)))
             continue;
         if (n == max) {
             *more = true;
@@ -284,6 +289,7 @@ int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max,
             db_undo(core.db);
             kept_rows(gone, n);
             free(gone);
+            depend_named_free(&named);
             return -1;
         }
         gone[n++] = j;
@@ -291,6 +297,7 @@ int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max,
             i = core.njobs;
     }
     db_keep(core.db);
+    depend_named_free(&named);
     if (n && commit_delete(e) < 0) {
         kept_rows(gone, n);
         free(gone);

@@ -10,7 +10,9 @@
  *
  * A task of an array is kept until its whole array ended, and a workflow's job until its
  * workflow ended: a sweep's or a pipeline's history goes whole, not task by task under a
- * running one. An array with no job left (every task deleted, or canceled before any ran)
+ * running one. A job or array a waiting job or array names in its `after` is kept until that
+ * waiter is decided (depend_named): deleted, it would cancel the waiter though it went as needed.
+ * An array with no job left (every task deleted, or canceled before any ran)
  * goes keep_ended_s after it is first found so. */
 #include "retention.h"
 

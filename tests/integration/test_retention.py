@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import Daemon, need_root, wait_for
+from conftest import TERMINAL, Daemon, need_root, wait_for
 from test_workflows import job, submit, wf_get
 
 KEEP_S = 2
@@ -84,6 +84,59 @@ def test_a_workflows_jobs_stay_until_the_workflow_ended(d):
     d.rnx("job", "stop", second, check=True)
     wait_for(lambda: gone(d, first) and gone(d, second), "the workflow's jobs deleted once it ended")
     wait_for(lambda: d.api("GET", f"/v1/workflows/{wid}")[0] == 404, f"workflow {wid} gone with its last job")
+
+
+def ended_as(d, ref):
+    """The state ref ended in (kept KEEP_S after: seen before it goes)."""
+    return wait_for(lambda: d.api("GET", f"/v1/jobs/{ref}")[1].get("status") in TERMINAL
+                    and status(d, ref), f"{ref} ended")
+
+
+def ended_one_later(d):
+    """A job ended now and deleted by retention: every job ended before it was past its age in a
+    pass since (the passes go oldest first)."""
+    later = d.submit("true")
+    d.wait(later)
+    wait_for(lambda: gone(d, later), f"job {later} deleted")
+
+
+def test_a_job_a_waiting_job_names_stays_until_it_is_decided(d):
+    # Slurm never cancels a job for a dependency MinJobAge purged; here the waiter would be
+    # CANCELED "needed job ... to end COMPLETED; it was deleted" though that job completed
+    done = d.submit("true")
+    d.wait(done)
+    running = d.submit("sleep", "600")
+    waiter = d.rnx("job", "run", f"--after={done}:ok,{running}", "true", check=True).stdout.strip()
+    assert status(d, waiter) == "PENDING"
+    ended_one_later(d)
+    assert status(d, done) == "COMPLETED"                   # kept: a waiting job names it
+    d.rnx("job", "stop", running, check=True)
+    assert ended_as(d, waiter) == "COMPLETED", d.job(waiter)
+    wait_for(lambda: gone(d, done) and gone(d, waiter), "both deleted once nothing waits on them")
+
+
+def test_an_array_a_waiting_array_names_stays_until_it_is_decided(d):
+    # whole: the array named is not reaped under its waiter, task by task (Slurm's aftercorr):
+    # its tasks' jobs are not deleted while the waiter's tasks wait for them
+    named = d.rnx("job", "run", "--array=0-1", "true", check=True).stdout.strip()
+    wait_for(lambda: status(d, named) == "COMPLETED", f"array {named} ended")
+    none = d.rnx("job", "run", "--hold", "--array=0-1", "true", check=True).stdout.strip()
+    d.rnx("job", "cancel", none, check=True)               # no task ran: no job of it to keep
+    running = d.submit("sleep", "600")
+    whole = d.rnx("job", "run", "--array=0-1", f"--after={named}:ok,{none}:notok,{running}", "true",
+                  check=True).stdout.strip()
+    corr = d.rnx("job", "run", "--array=0-1%1", f"--after={named}:corr", "sh", "-c",
+                 '[ "$SLURM_ARRAY_TASK_ID" = 0 ] && exec sleep 600; true', check=True).stdout.strip()
+    wait_for(lambda: status(d, f"{corr}_0") == "RUNNING", "the first task of the task-by-task array running")
+    ended_one_later(d)
+    ended_one_later(d)                                      # (an array with no job left: a pass later)
+    assert status(d, f"{named}_1") == "COMPLETED"           # kept: waited for
+    assert status(d, none) == "CANCELED"                    # kept, with no job left
+    d.rnx("job", "stop", running, check=True)
+    d.rnx("job", "stop", f"{corr}_0", check=True)
+    assert ended_as(d, whole) == "COMPLETED"
+    assert ended_as(d, f"{corr}_1") == "COMPLETED"
+    wait_for(lambda: gone(d, named) and gone(d, none), "the arrays deleted once nothing waits on them")
 
 
 def test_keep_ended_s_is_checked(tmp_path):
