@@ -3,10 +3,11 @@ after its end, as `rnx job delete` deletes it (row, directory, logs); a job stil
 an array's tasks stay until the whole array ended, a workflow's jobs until the workflow ended;
 an array with no job left, and a workflow with none, go too. Against the real daemon and rnx."""
 import os
+import subprocess
 
 import pytest
 
-from conftest import TERMINAL, Daemon, need_root, wait_for
+from conftest import BUILD, TERMINAL, Daemon, need_root, wait_for
 from test_workflows import job, submit, wf_get
 
 KEEP_S = 2
@@ -137,6 +138,28 @@ def test_an_array_a_waiting_array_names_stays_until_it_is_decided(d):
     assert ended_as(d, whole) == "COMPLETED"
     assert ended_as(d, f"{corr}_1") == "COMPLETED"
     wait_for(lambda: gone(d, named) and gone(d, none), "the arrays deleted once nothing waits on them")
+
+
+def test_a_job_whose_log_is_read_stays_until_the_reader_is_done(d):
+    # a slow reader of a large log (rnx job log > file over a slow link) gets all of it; deleted
+    # under it, it got 0.5 MB of 30 MB and "the log stream ended before the job did"
+    lines = 1_000_000                                       # (7 MB: more than the sockets hold)
+    big = d.submit("sh", "-c", f"seq -w 1 {lines}")
+    d.wait(big)
+    p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "log", big], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={"JOBLET_SOCKET": d.sock, "PATH": "/usr/bin:/bin"})
+    try:
+        first = p.stdout.read(100)                          # the reader stops, the socket fills
+        ended_one_later(d)
+        assert status(d, big) == "COMPLETED"                # kept: its log is being read
+        out = first + p.stdout.read()
+        assert p.wait() == 0, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert out.count(b"\n") == lines
+    wait_for(lambda: gone(d, big), f"job {big} deleted once its reader is done")
 
 
 def test_keep_ended_s_is_checked(tmp_path):
