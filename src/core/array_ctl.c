@@ -184,10 +184,10 @@ static int64_t unmade_named(jarray *a, const arrayspec *tasks, uint32_t *out, je
      * hold answered as done */
     uint32_t bad;
     if (n && !arrays_ahead_ok_all(a, out, (size_t)n, &bad))
-        return jerr_http(e, 409, "array %s: task %u cannot be held before it starts: the tasks kept out of the "
-                                 "list's order are too scattered already (hold the whole array, or name fewer "
-                                 "ranges); none was held",
-                         a->id, bad);
+        return jerr_http(e, 409, "tasks: array %s: task %u cannot be held before it starts: the tasks kept out of "
+                                 "the list's order are too scattered already (at most %d ranges are kept; hold the "
+                                 "whole array, or name fewer ranges); none was held",
+                         a->id, bad, ARRAYSPEC_MAX_RANGES);
     return n;
 }
 
@@ -199,9 +199,9 @@ static uint64_t hold_unmade(jarray *a, const uint32_t *ts, int64_t n, uid_t by, 
     for (int64_t i = 0; i < n; i++) {
         uint32_t t = ts[i];
         if (!arrays_ahead_ok(a, t)) {
-            jerr_http(e, 409, "array %s: task %u cannot be held before it starts: the tasks kept out of the list's "
-                              "order are too scattered already (hold the whole array, or name fewer ranges)",
-                      a->id, t);
+            jerr_http(e, 409, "tasks: array %s: task %u cannot be held before it starts: the tasks kept out of the "
+                              "list's order are too scattered already (at most %d ranges are kept; hold the whole "
+                              "array, or name fewer ranges)", a->id, t, ARRAYSPEC_MAX_RANGES);
             break;
         }
         job *j = submit_task(a, t, e);

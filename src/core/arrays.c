@@ -1088,8 +1088,8 @@ static int to_places(const jarray *a, const arrayspec *tasks, arrayspec *out, je
                 }
             }
             if (!ok)
-                return jerr_http(e, 409, "array %s: the tasks named are kept as more than %d ranges of its list; at most "
-                                         "%d may be released from its hold one by one (name fewer ranges, or release "
+                return jerr_http(e, 409, "tasks: array %s: the tasks named are kept as more than %d ranges of its list; "
+                                         "at most %d may be released from its hold one by one (name fewer ranges, or release "
                                          "the whole array: rnx job release %.8s)", a->id, ARRAYSPEC_MAX_RANGES,
                                  ARRAYS_RELEASED_MAX, a->id);
         }

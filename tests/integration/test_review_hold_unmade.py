@@ -27,6 +27,8 @@ def test_a_hold_of_too_scattered_tasks_is_refused_before_any_is_made(fresh_daemo
         p = d.rnx("job", "hold", f"{aid[:8]}_[2-600:2]")
         states = {t["array"]["task"]: t["status"] for t in tasks_of(d, aid)}
         assert p.returncode != 0 and "too scattered" in p.stderr, (p.stdout, p.stderr, len(states))
+        # the refusal names the field and the bound, as every refusal of a list of tasks does
+        assert "tasks: " in p.stderr and "at most 256 ranges are kept" in p.stderr, p.stderr
         assert states == {0: "RUNNING"}, len(states)
         # a hold that fits still holds them all
         p = d.rnx("job", "hold", f"{aid[:8]}_[2-20:2]")
@@ -35,6 +37,22 @@ def test_a_hold_of_too_scattered_tasks_is_refused_before_any_is_made(fresh_daemo
         assert sorted(t for t, s in states.items() if s == "HELD") == list(range(2, 21, 2)), states
     finally:
         d.rnx("job", "kill", aid)
+
+
+def test_a_release_and_a_cancel_of_too_scattered_tasks_name_the_field_and_the_bound(fresh_daemon):
+    """Every other task of a held 0-2000 (Slurm's scontrol release 123_[1-1999:2], scancel the
+    same): each task is a range of its own of the list's, more than 256: refused, nothing done,
+    naming the field (tasks) and the bound (the release's said neither field)."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 5000\n")
+    aid = d.rnx("job", "run", "--hold", "--array=0-2000", "true", check=True).stdout.strip()
+    try:
+        for verb in ("release", "cancel"):
+            p = d.rnx("job", verb, f"{aid[:8]}_[1-1999:2]")
+            assert p.returncode == 1 and "tasks: " in p.stderr and "256 ranges" in p.stderr, (verb, p.stderr)
+        states = {d.api("GET", f"/v1/jobs/{aid}_{t}")[1]["status"] for t in range(0, 2001, 97)}
+        assert states == {"HELD"}, states
+    finally:
+        d.rnx("job", "cancel", aid)
 
 
 @needs_runsc
