@@ -636,6 +636,10 @@ static int get_streamed(rnx_client *c, const char *path, const char *accept, voi
             lost(c, k, e, "answer cut short");
         else
             error_from_answer(a.status, &errbody, e);
+        if (whole >= 0 && a.status == 503 && a.retry_after >= 0) {
+            e->code = EAGAIN; /* as read_answer's: nothing was done, the caller may ask again */
+            c->retry_after_s = a.retry_after;
+        }
     } else {
         if (head)
             head(&a, ud);

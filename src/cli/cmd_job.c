@@ -19,6 +19,7 @@
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "client.h"
+#include "json_items.h"
 #include "print.h"
 #include "print_detail.h"
 #include "cli.h"
@@ -1161,9 +1162,100 @@ static int pick_flag(int c, const char *arg, pick_flags *f)
     }
 }
 
+/* Each job of a listing as it comes, --name's choice made: 0 to go on, -1 to stop (its why in
+ * the sink's why). */
+typedef int (*list_job_fn)(json_t *job, void *ud);
+
+/* Where list_fetch puts the jobs: each parsed and handed to fn, or (fn NULL) its text printed to
+ * stdout as print_json prints the array, as it comes: a listing of 162,000 whole jobs is 142 MB,
+ * whose parse as a whole took rnx 4 s and ~1 GB before its first byte was printed, and which
+ * passed the client's bound on an answer (256 MB) at ~290,000 jobs. */
+typedef struct list_sink {
+    const char *name;   /* --name: the jobs of that name alone */
+    list_job_fn fn;
+    void *ud;
+    char *out;          /* what is printed, not yet written (fn NULL) */
+    size_t len, cap, n;
+    char why[200];      /* why fn or the list stopped */
+} list_sink;
+
+enum { LIST_OUT_FLUSH = 256 << 10 }; /* written in pieces of this: a terminal's stdout is line-buffered */
+
+static void list_out_flush(list_sink *s)
+{
+    if (s->len)
+        fwrite(s->out, 1, s->len, stdout);
+    s->len = 0;
+}
+
+/* One item of the answer's "jobs" (its text, as joblet sent it). */
+static int list_item(const char *text, size_t len, void *ud)
+{
+    list_sink *s = ud;
+    json_t *job = NULL;
+    if (s->fn || s->name) {
+        json_error_t je;
+        if (!(job = json_loadb(text, len, 0, &je))) {
+            snprintf(s->why, sizeof s->why, "joblet's job list holds an item that is not JSON (%s)", je.text);
+            return -1;
+        }
+        const char *nm = jstr(job, "name");
+        if (s->name && (!nm || strcmp(nm, s->name))) {
+            json_decref(job);
+            return 0;
+        }
+    }
+    int rc = 0;
+    if (s->fn) {
+        rc = s->fn(job, s->ud);
+    } else {
+        json_items_append(&s->out, &s->len, &s->cap, s->n++ ? ",\n  " : "[\n  ", 4);
+        json_items_indent(text, len, 1, &s->out, &s->len, &s->cap);
+        if (s->len >= LIST_OUT_FLUSH)
+            list_out_flush(s);
+    }
+    json_decref(job);
+    return rc;
+}
+
+static int list_feed(const char *p, size_t n, void *ud)
+{
+    json_items *ji = ud;
+    return json_items_feed(ji, p, n);
+}
+
+/* An answer of another layout than joblet's (json_items_other): parsed whole, its items handed
+ * over as they would have been. 0, or -1 with s->why. */
+static int list_whole(json_items *ji, list_sink *s)
+{
+    size_t len;
+    const char *text = json_items_whole(ji, &len);
+    json_t *resp = json_loadb(text, len, 0, NULL);
+    json_t *jobs = json_object_get(resp, "jobs");
+    int rc = 0;
+    if (!json_is_array(jobs)) {
+        snprintf(s->why, sizeof s->why, "joblet's job list has no \"jobs\" array");
+        rc = -1;
+    }
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job) {
+        char *t = json_dumps(job, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!t)
+            abort(); /* json_dumps fails only on allocation failure */
+        rc = json_is_object(job) || json_is_array(job) ? list_item(t, strlen(t), s) : 0;
+        free(t);
+        if (rc < 0)
+            break;
+    }
+    json_decref(resp);
+    return rc;
+}
+
 /* GET /v1/jobs as p chooses (the name chosen here: the API has no such filter): the jobs, oldest
- * first, in *jobs (the caller's), or an exit code after saying why. */
-static int list_fetch(rnx_client *cl, const list_pick *p, json_t **jobs)
+ * first, into s as they come, or an exit code after saying why. Printed (s->fn NULL), a list
+ * whose answer broke off has printed what came before it. */
+static int list_fetch(rnx_client *cl, const list_pick *p, list_sink *s)
 {
     char *path = xstrdup("/v1/jobs");
     add_query(cl, &path, "status", p->status);
@@ -1172,11 +1264,25 @@ static int list_fetch(rnx_client *cl, const list_pick *p, json_t **jobs)
     add_query(cl, &path, "since", p->since);
     add_query(cl, &path, "expand", p->expand);
     add_query(cl, &path, "fields", p->fields);
-    json_t *resp = NULL;
+    s->name = p->name;
     jerr e = {0};
-    int rc = RNX_OK;
-    *jobs = NULL;
-    if (client_request(cl, "GET", path, NULL, &resp, &e) < 0) {
+    int rc = RNX_OK, got, waited = 0;
+    json_items *ji;
+    for (;;) {
+        ji = json_items_new("jobs", list_item, s);
+        got = client_stream_bytes(cl, path, "application/json", list_feed, ji, &e);
+        if (got == 0 || !client_busy_again(cl, &e, &waited))
+            break;
+        json_items_free(ji);
+        e = (jerr){0};
+    }
+    if (got == 0 && json_items_other(ji) && list_whole(ji, s) < 0) {
+        rc = rnx_fail("%s", s->why);
+    } else if (got == 0 && !json_items_other(ji) && !json_items_done(ji)) {
+        rc = rnx_fail("joblet's job list has no \"jobs\" array, or not a whole one");
+    } else if (got < 0 && e.code == ECANCELED) {
+        rc = rnx_fail("%s", s->why[0] ? s->why : "joblet's job list is not JSON");
+    } else if (got < 0) {
         /* the API's filters are the flags' names: the refusal names the flag typed, as rnx's own
          * ("--gpu: '9' is not a GPU", beside "--status: 'x' is not a job state") */
         size_t fl = strlen(e.field);
@@ -1184,19 +1290,30 @@ static int list_fetch(rnx_client *cl, const list_pick *p, json_t **jobs)
             rc = rnx_fail("--%s", e.msg);
         else
             rc = server_error(&e, false);
-    } else if (!json_is_array(json_object_get(resp, "jobs"))) {
-        rc = rnx_fail("joblet's job list has no \"jobs\" array");
-    } else {
-        *jobs = json_incref(json_object_get(resp, "jobs"));
-        for (size_t i = json_array_size(*jobs); p->name && i-- > 0;) {
-            const char *nm = jstr(json_array_get(*jobs, i), "name");
-            if (!nm || strcmp(nm, p->name))
-                json_array_remove(*jobs, i);
-        }
     }
+    if (!s->fn) {
+        if (rc == RNX_OK)
+            json_items_append(&s->out, &s->len, &s->cap, s->n ? "\n]\n" : "[]\n", 3);
+        list_out_flush(s);
+        free(s->out);
+        s->out = NULL;
+    }
+    json_items_free(ji);
     free(path);
-    json_decref(resp);
     return rc;
+}
+
+/* rnx job list's table: a row a job as it comes. */
+typedef struct list_table {
+    table *t;
+    bool with_user;
+} list_table;
+
+static int list_table_row(json_t *job, void *ud)
+{
+    list_table *lt = ud;
+    list_row(lt->t, job, lt->with_user);
+    return 0;
 }
 
 static int job_list(rnx_ctx *ctx, int argc, char **argv)
@@ -1242,30 +1359,26 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
-    json_t *jobs = NULL;
     /* the table's columns need these keys alone (list_row, print_array_counts, --name's filter):
      * the whole jobs are 1.4 KB each, 140 MB for 100,000 jobs, the most of a listing's time */
-    int rc = list_fetch(cl, &(list_pick){pf.status, pf.name, gpu, pf.user, since, expand, ctx->json ? NULL : LIST_FIELDS},
-                        &jobs);
-    if (rc == RNX_OK) {
-        if (ctx->json) {
-            print_json(jobs);
-        } else {
-            bool with_user = client_sees_all_jobs(cl);   /* root: whose each job is */
-            static const char *const headers[] = {"ID",   "NUM",     "NAME",     "STATUS", "EXIT",
-                                                  "GPUS", "CREATED", "DURATION", "USER",   "COMMAND"};
-            static const char *const plain[] = {"ID",   "NUM",     "NAME",     "STATUS",
-                                                "EXIT", "GPUS",    "CREATED",  "DURATION", "COMMAND"};
-            table *t = with_user ? table_new(ARRAY_LEN(headers), headers) : table_new(ARRAY_LEN(plain), plain);
-            size_t i;
-            json_t *job;
-            json_array_foreach(jobs, i, job)
-                list_row(t, job, with_user);
-            table_print(t, stdout);
-            table_free(t);
-        }
+    list_pick pick = {pf.status, pf.name, gpu, pf.user, since, expand, ctx->json ? NULL : LIST_FIELDS};
+    int rc;
+    if (ctx->json) {
+        rc = list_fetch(cl, &pick, &(list_sink){0});
+    } else {
+        /* whose each job is (root sees everyone's): asked first, the rows made as the jobs come */
+        bool with_user = client_sees_all_jobs(cl);
+        static const char *const headers[] = {"ID",   "NUM",     "NAME",     "STATUS", "EXIT",
+                                              "GPUS", "CREATED", "DURATION", "USER",   "COMMAND"};
+        static const char *const plain[] = {"ID",   "NUM",     "NAME",     "STATUS",
+                                            "EXIT", "GPUS",    "CREATED",  "DURATION", "COMMAND"};
+        list_table lt = {with_user ? table_new(ARRAY_LEN(headers), headers) : table_new(ARRAY_LEN(plain), plain),
+                         with_user};
+        rc = list_fetch(cl, &pick, &(list_sink){.fn = list_table_row, .ud = &lt});
+        if (rc == RNX_OK)
+            table_print(lt.t, stdout);
+        table_free(lt.t);
     }
-    json_decref(jobs);
     client_free(cl);
     return rc;
 }
@@ -1555,6 +1668,13 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
     return RNX_OK;
 }
 
+/* Each job listed, kept in the array ud. */
+static int list_keep(json_t *job, void *ud)
+{
+    json_array_append(ud, job);
+    return 0;
+}
+
 /* scancel's choice by name, state and user: the jobs and arrays `rnx job list --status --user`
  * shows, of that name, that the action can take (cancel: those that wait, an array with tasks not
  * ended; stop: those not ended), newest first, so that a job is acted on before the jobs it waits
@@ -1567,8 +1687,9 @@ static int select_jobs(const rnx_ctx *ctx, const pick_flags *pf, bool cancel, ch
     rnx_client *cl = open_client(ctx);
     if (!cl)
         return RNX_FAIL;
-    json_t *jobs = NULL;
-    int rc = list_fetch(cl, &(list_pick){.status = pf->status, .name = pf->name, .user = pf->user}, &jobs);
+    json_t *jobs = json_array();
+    int rc = list_fetch(cl, &(list_pick){.status = pf->status, .name = pf->name, .user = pf->user},
+                        &(list_sink){.fn = list_keep, .ud = jobs});
     enum job_state want;
     bool by_state = pf->status[0] && job_state_parse(pf->status, &want) == 0;
     /* tasks in an ended state, or running ones for cancel: nothing an array's action would take */

@@ -1,0 +1,230 @@
+/* The items of {"KEY":[...]} as they come, and their text indented (json_items.h). */
+#include "json_items.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+enum ji_phase { JI_PREFIX, JI_BETWEEN, JI_ITEM, JI_CLOSE, JI_DONE, JI_OTHER, JI_BAD };
+
+struct json_items {
+    char *prefix;          /* {"KEY":[ */
+    size_t plen, matched;  /* its bytes seen so far */
+    enum ji_phase phase;
+    bool comma_due;        /* between items: a ',' or the ']' comes next (not an item) */
+    bool any;              /* an item was seen */
+    int depth;             /* in an item: its nesting */
+    bool in_str, esc;
+    char *item;            /* the item's bytes so far (JI_ITEM), or the whole body (JI_OTHER) */
+    size_t len, cap;
+    json_items_cb cb;
+    void *ud;
+};
+
+json_items *json_items_new(const char *key, json_items_cb cb, void *ud)
+{
+    json_items *ji = xcalloc(1, sizeof *ji);
+    ji->plen = strlen(key) + 5; /* {"KEY":[ */
+    ji->prefix = xmalloc(ji->plen + 1);
+    snprintf(ji->prefix, ji->plen + 1, "{\"%s\":[", key);
+    ji->cb = cb;
+    ji->ud = ud;
+    return ji;
+}
+
+void json_items_free(json_items *ji)
+{
+    if (!ji)
+        return;
+    free(ji->prefix);
+    free(ji->item);
+    free(ji);
+}
+
+bool json_items_done(const json_items *ji) { return ji->phase == JI_DONE; }
+
+bool json_items_other(const json_items *ji) { return ji->phase == JI_OTHER; }
+
+void json_items_append(char **p, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 4096;
+        while (*len + n + 1 > c)
+            c *= 2;
+        *p = xrealloc(*p, c);
+        *cap = c;
+    }
+    memcpy(*p + *len, s, n);
+    *len += n;
+    (*p)[*len] = '\0';
+}
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+int json_items_feed(json_items *ji, const char *buf, size_t n)
+{
+    size_t i = 0;
+    if (ji->phase == JI_BAD)
+        return -1;
+    if (ji->phase == JI_OTHER) {
+        json_items_append(&ji->item, &ji->len, &ji->cap, buf, n);
+        return 0;
+    }
+    while (i < n) {
+        char c = buf[i];
+        switch (ji->phase) {
+        case JI_PREFIX:
+            if (c != ji->prefix[ji->matched]) {
+                /* another layout: the whole body is the caller's to parse */
+                ji->phase = JI_OTHER;
+                json_items_append(&ji->item, &ji->len, &ji->cap, ji->prefix, ji->matched);
+                json_items_append(&ji->item, &ji->len, &ji->cap, buf + i, n - i);
+                return 0;
+            }
+            i++;
+            if (++ji->matched == ji->plen)
+                ji->phase = JI_BETWEEN;
+            break;
+        case JI_BETWEEN:
+            i++;
+            if (is_space(c))
+                break;
+            if (c == ']' && (ji->comma_due || !ji->any)) {
+                ji->phase = JI_CLOSE;
+            } else if (c == ',' && ji->comma_due) {
+                ji->comma_due = false;
+            } else if ((c == '{' || c == '[') && !ji->comma_due) {
+                ji->phase = JI_ITEM;
+                ji->depth = 1;
+                ji->in_str = ji->esc = false;
+                ji->len = 0;
+                json_items_append(&ji->item, &ji->len, &ji->cap, &c, 1);
+            } else {
+                ji->phase = JI_BAD;
+                return -1;
+            }
+            break;
+        case JI_ITEM: {
+            /* up to the item's end, or this buffer's */
+            size_t s = i;
+            for (; i < n && ji->depth > 0; i++) {
+                char d = buf[i];
+                if (ji->in_str) {
+                    if (ji->esc)
+                        ji->esc = false;
+                    else if (d == '\\')
+                        ji->esc = true;
+                    else if (d == '"')
+                        ji->in_str = false;
+                } else if (d == '"') {
+                    ji->in_str = true;
+                } else if (d == '{' || d == '[') {
+                    ji->depth++;
+                } else if (d == '}' || d == ']') {
+                    ji->depth--;
+                }
+            }
+            json_items_append(&ji->item, &ji->len, &ji->cap, buf + s, i - s);
+            if (ji->depth == 0) {
+                ji->phase = JI_BETWEEN;
+                ji->comma_due = ji->any = true;
+                if (ji->cb(ji->item, ji->len, ji->ud) < 0) {
+                    ji->phase = JI_BAD;
+                    return -1;
+                }
+            }
+            break;
+        }
+        case JI_CLOSE:
+            i++;
+            if (c == '}') {
+                ji->phase = JI_DONE;
+            } else if (!is_space(c)) {
+                ji->phase = JI_BAD;
+                return -1;
+            }
+            break;
+        case JI_DONE:
+            i++;
+            if (!is_space(c)) {
+                ji->phase = JI_BAD;
+                return -1;
+            }
+            break;
+        default: return -1;
+        }
+    }
+    return 0;
+}
+
+const char *json_items_whole(const json_items *ji, size_t *len)
+{
+    *len = ji->len;
+    return ji->item ? ji->item : "";
+}
+
+static void newline(int depth, char **out, size_t *len, size_t *cap)
+{
+    static const char spaces[] = "\n                                                                ";
+    size_t want = 1 + 2 * (size_t)(depth > 0 ? depth : 0);
+    json_items_append(out, len, cap, spaces, 1);
+    for (want--; want > 0;) {
+        size_t k = want < sizeof spaces - 2 ? want : sizeof spaces - 2;
+        json_items_append(out, len, cap, spaces + 1, k);
+        want -= k;
+    }
+}
+
+static size_t skip_space(const char *t, size_t i, size_t n)
+{
+    while (i < n && is_space(t[i]))
+        i++;
+    return i;
+}
+
+void json_items_indent(const char *t, size_t n, int depth, char **out, size_t *len, size_t *cap)
+{
+    for (size_t i = 0; i < n;) {
+        char c = t[i];
+        if (is_space(c)) {
+            i++;
+        } else if (c == '"') {
+            /* a string: as it is, up to its closing quote */
+            size_t s = i++;
+            for (; i < n && t[i] != '"'; i++)
+                if (t[i] == '\\' && i + 1 < n)
+                    i++;
+            i = i < n ? i + 1 : n;
+            json_items_append(out, len, cap, t + s, i - s);
+        } else if (c == '{' || c == '[') {
+            size_t k = skip_space(t, i + 1, n);
+            if (k < n && t[k] == (c == '{' ? '}' : ']')) {
+                /* empty: {} and [] as jansson writes them */
+                json_items_append(out, len, cap, c == '{' ? "{}" : "[]", 2);
+                i = k + 1;
+            } else {
+                json_items_append(out, len, cap, &c, 1);
+                newline(++depth, out, len, cap);
+                i++;
+            }
+        } else if (c == '}' || c == ']') {
+            newline(--depth, out, len, cap);
+            json_items_append(out, len, cap, &c, 1);
+            i++;
+        } else if (c == ',') {
+            json_items_append(out, len, cap, ",", 1);
+            newline(depth, out, len, cap);
+            i++;
+        } else if (c == ':') {
+            json_items_append(out, len, cap, ": ", 2);
+            i++;
+        } else {
+            /* a number or literal: up to the next delimiter */
+            size_t s = i;
+            while (i < n && !is_space(t[i]) && !strchr(",:{}[]\"", t[i]))
+                i++;
+            json_items_append(out, len, cap, t + s, i - s);
+        }
+    }
+}

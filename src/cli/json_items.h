@@ -1,0 +1,41 @@
+/* The items of a long JSON answer's array, one at a time as the answer comes, and their text laid
+ * out as print_json lays out a value, without building the whole answer in memory: `rnx job list`
+ * of 162,000 jobs was 142 MB of JSON, of which jansson's parse of the whole took 4 s of rnx's
+ * CPU and ~1 GB of memory before the first line was printed (docs/performance.md). */
+#ifndef JOBLET_JSON_ITEMS_H
+#define JOBLET_JSON_ITEMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Called with each whole item's text (exactly its bytes, not 0-terminated); returns 0 to go on,
+ * -1 to stop (json_items_feed then returns -1). */
+typedef int (*json_items_cb)(const char *text, size_t len, void *ud);
+
+typedef struct json_items json_items;
+
+/* A reader of a body that is exactly {"KEY":[ITEM,...]} as joblet writes it (no space: jansson's
+ * compact form), each ITEM an object or an array. */
+json_items *json_items_new(const char *key, json_items_cb cb, void *ud);
+/* The next n bytes of the body: 0, or -1 when they are not what the body must be (the callback's
+ * -1 too). Once a body went wrong every later call returns -1. */
+int json_items_feed(json_items *ji, const char *buf, size_t n);
+/* Whether the body fed so far is the whole of one (its closing "]}" seen, nothing but white space
+ * after). */
+bool json_items_done(const json_items *ji);
+/* Whether the body is not of the shape streamed: its first bytes are not {"KEY":[ (an older or
+ * other server's layout); the caller parses the whole instead. Known after 1 byte that differs. */
+bool json_items_other(const json_items *ji);
+/* That whole body (its bytes, 0-terminated), when json_items_other. */
+const char *json_items_whole(const json_items *ji, size_t *len);
+void json_items_free(json_items *ji);
+
+/* The text of one JSON value (compact or not) appended to *out (*len of *cap, grown with
+ * xrealloc) as json_dumpf lays it out with JSON_INDENT(2), nested depth levels in (its first line
+ * not indented: the caller's place). Strings, numbers and literals are copied as they are. */
+void json_items_indent(const char *text, size_t n, int depth, char **out, size_t *len, size_t *cap);
+/* n bytes of s appended to *out (0-terminated after them), grown as json_items_indent grows it. */
+void json_items_append(char **out, size_t *len, size_t *cap, const char *s, size_t n);
+
+#endif
