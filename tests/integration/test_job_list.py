@@ -227,3 +227,116 @@ def test_owner_names_looked_up_once_each(d, tmp_path):
     assert by_id[d.ids["held"][0][:8]].split()[user_col + 1] == "root"  # (CREATED is two words)
     calls = int(count.read_text())
     assert 1 <= calls <= len(USERS) + 2, f"getpwuid called {calls} times for {len(lines) - 1} rows"
+
+
+def test_json_laid_out_as_before(d):
+    """rnx job list --json prints the answer's jobs as it comes (cli/json_items.c), laid out as
+    jansson's JSON_INDENT(2) of the whole array was (Python's indent=2 is the same layout): strings
+    with quotes, backslashes, tabs and UTF-8, empty objects and arrays, nested ones; [] for none;
+    --name's choice made on each job."""
+    code, j = d.api("POST", "/v1/jobs", {"command": "true", "args": ['a "q" \\ b\tc', "é✓", ""],
+                                         "env": {"K": "{[,:]}", "E": ""}, "hold": True, "name": "odd \"name\""})
+    assert code == 201, j
+    try:
+        code, body = d.api("GET", "/v1/jobs")
+        assert code == 200
+        p = d.rnx("job", "list", "--json", check=True)
+        assert p.stdout == json.dumps(body["jobs"], indent=2, ensure_ascii=False) + "\n"
+        named = d.rnx("job", "list", "--json", "--name", 'odd "name"', check=True).stdout
+        assert named == json.dumps([x for x in body["jobs"] if x.get("name") == 'odd "name"'], indent=2,
+                                   ensure_ascii=False) + "\n"
+        assert json.loads(named)[0]["args"][1] == "é✓"
+        assert d.rnx("job", "list", "--json", "--name", "no-such-name", check=True).stdout == "[]\n"
+    finally:
+        d.api("DELETE", f"/v1/jobs/{j['id']}")
+
+
+class Relayer:
+    """A server on a socket of its own answering each GET with joblet's answer to it laid out
+    another way (spaces after ':' and ','): not the {"jobs":[ rnx streams, which it then parses
+    whole."""
+
+    def __init__(self, d, path):
+        self.d, self.path = d, path
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(8)
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        with c:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                b = c.recv(1 << 16)
+                if not b:
+                    return
+                head += b
+            path = head.split(b" ")[1].decode()
+            code, body = self.d.api("GET", path)
+            data = json.dumps(body).encode()
+            c.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                      b"Connection: close\r\n\r\n" % (code, len(data)) + data)
+
+    def close(self):
+        self.srv.close()
+
+
+def test_json_from_another_layout(d, tmp_path):
+    """An answer not laid out as joblet's (a proxy's, an older server's) is parsed whole and
+    printed the same; the table too."""
+    os.chmod(tmp_path, 0o755)
+    r = Relayer(d, str(tmp_path / "relay.sock"))
+    try:
+        env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path}
+        for args in (["job", "list", "--json"], ["job", "list", "--json", "--name", "h3"], ["job", "list"]):
+            direct = d.rnx(*args, check=True).stdout
+            other = subprocess.run([os.path.join(BUILD, "rnx"), *args], capture_output=True, text=True,
+                                   timeout=120, env=env)
+            assert other.returncode == 0, other.stderr
+            assert other.stdout == direct
+    finally:
+        r.close()
+
+
+BIG_JOBS, BIG_ENV = 160, 120 << 10
+
+
+def test_rnx_memory_bounded_by_a_job_not_the_list(tmp_path):
+    """rnx holds one job of a listing at a time, not the whole answer: 160 jobs with an env value
+    of 120 KiB each (a 19 MB answer) listed with rnx --json at a small fraction of that (it held the
+    answer, then jansson's objects of it: ~9 times the answer for 162,000 jobs; an answer over
+    256 MB was refused)."""
+    need_root()
+    if not os.access("/usr/bin/time", os.X_OK):
+        pytest.skip("needs /usr/bin/time (GNU time) for rnx's own peak memory")
+    dm = Daemon().start()
+    try:
+        for i in range(BIG_JOBS):
+            code, j = dm.api("POST", "/v1/jobs", {"command": "true", "hold": True,
+                                                  "env": {"BIG": chr(ord("a") + i % 26) * BIG_ENV}})
+            assert code == 201, j
+        code, body = dm.api("GET", "/v1/jobs", timeout=120)
+        answer = len(json.dumps(body, separators=(",", ":")))
+        assert answer > BIG_JOBS * BIG_ENV
+        for args in (["--json"], ["--json", "--status", "HELD"]):
+            out, hwm = tmp_path / "out.json", tmp_path / "maxrss"
+            # through time(1): a child forked from this Python keeps its parent's peak across exec
+            with open(out, "w") as f:
+                p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(hwm), os.path.join(BUILD, "rnx"), "job",
+                                    "list", *args], stdout=f, stderr=subprocess.PIPE, text=True, timeout=300,
+                                   env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": dm.sock})
+            assert p.returncode == 0, p.stderr
+            maxrss = int(hwm.read_text().split()[-1])  # KiB
+            jobs = json.loads(out.read_text())
+            assert len(jobs) == BIG_JOBS and all(len(x["env"]["BIG"]) == BIG_ENV for x in jobs)
+            assert maxrss * 1024 < answer / 4, f"rnx job list {args}: {maxrss} KiB for an answer of {answer} B"
+    finally:
+        dm.cleanup()
