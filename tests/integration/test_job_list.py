@@ -256,8 +256,8 @@ class Relayer:
     another way (spaces after ':' and ','): not the {"jobs":[ rnx streams, which it then parses
     whole."""
 
-    def __init__(self, d, path):
-        self.d, self.path = d, path
+    def __init__(self, d, path, cut=False):
+        self.d, self.path, self.cut = d, path, cut
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(path)
         self.srv.listen(8)
@@ -281,9 +281,11 @@ class Relayer:
                 head += b
             path = head.split(b" ")[1].decode()
             code, body = self.d.api("GET", path)
-            data = json.dumps(body).encode()
-            c.sendall(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                      b"Connection: close\r\n\r\n" % (code, len(data)) + data)
+            data = json.dumps(body, separators=(",", ":") if self.cut else (", ", ": ")).encode()
+            head = (b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                    b"Connection: close\r\n\r\n" % (code, len(data)))
+            # cut: joblet's own layout, the connection closed halfway through
+            c.sendall(head + (data[:len(data) // 2] if self.cut else data))
 
     def close(self):
         self.srv.close()
@@ -302,6 +304,21 @@ def test_json_from_another_layout(d, tmp_path):
                                    timeout=120, env=env)
             assert other.returncode == 0, other.stderr
             assert other.stdout == direct
+    finally:
+        r.close()
+
+
+def test_json_cut_short_fails_after_what_came(d, tmp_path):
+    """An answer that breaks off: the jobs that came whole are printed, rnx says why and exits 1."""
+    os.chmod(tmp_path, 0o755)
+    r = Relayer(d, str(tmp_path / "cut.sock"), cut=True)
+    try:
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--json"], capture_output=True, text=True,
+                           timeout=120, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path})
+        assert p.returncode == 1, (p.returncode, p.stderr)
+        assert "cut short" in p.stderr or "ended early" in p.stderr, p.stderr
+        assert p.stdout.startswith("[\n  {\n    \"id\": "), p.stdout[:200]
+        assert not p.stdout.rstrip().endswith("]"), p.stdout[-200:]
     finally:
         r.close()
 
