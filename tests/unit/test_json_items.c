@@ -1,0 +1,156 @@
+/* Unit tests for rnx's reader of a long answer's items (src/cli/json_items.c): the items of
+ * {"jobs":[...]} whatever the pieces they come in, strings holding brackets and escapes, the
+ * shapes refused, another layout handed back whole; and json_items_indent laying a value out as
+ * jansson's JSON_INDENT(2) does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "cli/json_items.h"
+
+typedef struct got {
+    char items[16][256];
+    size_t n;
+    int stop_at; /* the callback's -1 at this item (0: never) */
+} got;
+
+static int keep(const char *text, size_t len, void *ud)
+{
+    got *g = ud;
+    assert_true(len < sizeof g->items[0] && g->n < 16);
+    memcpy(g->items[g->n], text, len);
+    g->items[g->n][len] = '\0';
+    return ++g->n == (size_t)g->stop_at ? -1 : 0;
+}
+
+/* body fed in pieces of step bytes: json_items_feed's result (the first -1) */
+static int feed(const char *body, size_t step, got *g, json_items **out)
+{
+    json_items *ji = json_items_new("jobs", keep, g);
+    int rc = 0;
+    for (size_t i = 0, n = strlen(body); i < n && rc == 0; i += step)
+        rc = json_items_feed(ji, body + i, n - i < step ? n - i : step);
+    *out = ji;
+    return rc;
+}
+
+static void test_items_in_any_pieces(void **st)
+{
+    (void)st;
+    const char *body = "{\"jobs\":[{\"a\":\"x]}{[,\\\"\\\\\",\"b\":[1,{}]},[],{\"c\":null}]}\n";
+    const char *want[] = {"{\"a\":\"x]}{[,\\\"\\\\\",\"b\":[1,{}]}", "[]", "{\"c\":null}"};
+    for (size_t step = 1; step <= strlen(body); step++) {
+        got g = {0};
+        json_items *ji;
+        assert_int_equal(feed(body, step, &g, &ji), 0);
+        assert_true(json_items_done(ji));
+        assert_false(json_items_other(ji));
+        assert_int_equal(g.n, 3);
+        for (size_t i = 0; i < 3; i++)
+            assert_string_equal(g.items[i], want[i]);
+        json_items_free(ji);
+    }
+    got g = {0};
+    json_items *ji;
+    assert_int_equal(feed("{\"jobs\":[]}", 1, &g, &ji), 0);
+    assert_true(json_items_done(ji));
+    assert_int_equal(g.n, 0);
+    json_items_free(ji);
+}
+
+static void test_shapes_refused_or_cut(void **st)
+{
+    (void)st;
+    const char *bad[] = {"{\"jobs\":[1]}", "{\"jobs\":[{},]}", "{\"jobs\":[,{}]}", "{\"jobs\":[{}{}]}",
+                         "{\"jobs\":[{}]}x", "{\"jobs\":[{}],\"more\":1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        got g = {0};
+        json_items *ji;
+        assert_int_equal(feed(bad[i], 1, &g, &ji), -1);
+        assert_false(json_items_done(ji));
+        assert_int_equal(json_items_feed(ji, "]}", 2), -1); /* and stays refused */
+        json_items_free(ji);
+    }
+    /* cut short: no error, not done */
+    got g = {0};
+    json_items *ji;
+    assert_int_equal(feed("{\"jobs\":[{\"a\":\"]}\"},{\"b\":", 3, &g, &ji), 0);
+    assert_false(json_items_done(ji));
+    assert_int_equal(g.n, 1);
+    json_items_free(ji);
+    /* the callback stops it */
+    got s = {.stop_at = 1};
+    assert_int_equal(feed("{\"jobs\":[{},{}]}", 4, &s, &ji), -1);
+    assert_int_equal(s.n, 1);
+    json_items_free(ji);
+}
+
+static void test_other_layout_whole(void **st)
+{
+    (void)st;
+    const char *bodies[] = {"{ \"jobs\": [{}]}", "{\"other\":1}", "[]", "{\"jobs\" :[]}"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        got g = {0};
+        json_items *ji;
+        assert_int_equal(feed(bodies[i], 2, &g, &ji), 0);
+        assert_true(json_items_other(ji));
+        size_t len;
+        const char *whole = json_items_whole(ji, &len);
+        assert_int_equal(len, strlen(bodies[i]));
+        assert_string_equal(whole, bodies[i]);
+        assert_int_equal(g.n, 0);
+        json_items_free(ji);
+    }
+}
+
+static void test_indent_as_jansson(void **st)
+{
+    (void)st;
+    const char *values[] = {
+        "{\"id\":\"a\",\"args\":[\"x y\",\"q\\\"]\\\\\",\"\\u00e9\\t\"],\"env\":{},\"v\":[],\"n\":null,\"t\":true,"
+        "\"i\":-12,\"r\":1.5e+300,\"o\":{\"p\":{\"q\":[[],[{}],[1,2]]}}}",
+        "[]", "{}", "[[[]]]", "[1,{\"a\":[]},\"s\"]",
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        json_t *v = json_loads(values[i], 0, NULL);
+        assert_non_null(v);
+        char *compact = json_dumps(v, JSON_COMPACT);
+        char *want = json_dumps(v, JSON_INDENT(2));
+        char *out = NULL;
+        size_t len = 0, cap = 0;
+        json_items_indent(compact, strlen(compact), 0, &out, &len, &cap);
+        assert_string_equal(out, want);
+        /* one level in: what follows "[\n  " in the dump of [v] */
+        json_t *arr = json_pack("[O]", v);
+        char *in_arr = json_dumps(arr, JSON_INDENT(2));
+        len = 0;
+        json_items_append(&out, &len, &cap, "[\n  ", 4);
+        json_items_indent(compact, strlen(compact), 1, &out, &len, &cap);
+        json_items_append(&out, &len, &cap, "\n]", 2);
+        assert_string_equal(out, in_arr);
+        free(in_arr);
+        json_decref(arr);
+        free(out);
+        free(compact);
+        free(want);
+        json_decref(v);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_items_in_any_pieces),
+        cmocka_unit_test(test_shapes_refused_or_cut),
+        cmocka_unit_test(test_other_layout_whole),
+        cmocka_unit_test(test_indent_as_jansson),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
