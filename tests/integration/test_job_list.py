@@ -115,13 +115,12 @@ def test_fields_api(d):
     assert code == 400 and e["error"]["field"] == "fields", e
 
 
-class FieldsStripper:
-    """A unix socket in front of d's that forwards every byte, with ?fields= taken out of the
-    requests: rnx then gets whole jobs, as from a joblet without fields (an older one ignored
-    the key). .asked: whether any request had fields=."""
+class StandIn:
+    """A unix socket at PATH rnx is pointed at in place of d's; each connection is given to
+    .serve(c) on a thread of its own."""
 
     def __init__(self, d, path):
-        self.d, self.path, self.asked = d, path, False
+        self.d, self.path = d, path
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(path)
         self.srv.listen(8)
@@ -133,10 +132,26 @@ class FieldsStripper:
                 c, _ = self.srv.accept()
             except OSError:
                 return
-            up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            up.connect(self.d.sock)
-            threading.Thread(target=self.pipe, args=(c, up, True), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(up, c, False), daemon=True).start()
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def close(self):
+        self.srv.close()
+
+
+class FieldsStripper(StandIn):
+    """A stand-in that forwards every byte to d's socket, with ?fields= taken out of the
+    requests: rnx then gets whole jobs, as from a joblet without fields (an older one ignored
+    the key). .asked: whether any request had fields=."""
+
+    def __init__(self, d, path):
+        self.asked = False
+        super().__init__(d, path)
+
+    def serve(self, c):
+        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        up.connect(self.d.sock)
+        threading.Thread(target=self.pipe, args=(up, c, False), daemon=True).start()
+        self.pipe(c, up, True)
 
     def pipe(self, src, dst, rewrite):
         try:
@@ -156,9 +171,6 @@ class FieldsStripper:
                 dst.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
-
-    def close(self):
-        self.srv.close()
 
 
 def test_table_same_from_whole_jobs(d, tmp_path):
@@ -251,25 +263,13 @@ def test_json_laid_out_as_before(d):
         d.api("DELETE", f"/v1/jobs/{j['id']}")
 
 
-class Relayer:
-    """A server on a socket of its own answering each GET with joblet's answer to it laid out
-    another way (spaces after ':' and ','): not the {"jobs":[ rnx streams, which it then parses
-    whole."""
+class Relayer(StandIn):
+    """A stand-in answering each GET with joblet's answer to it laid out another way (spaces
+    after ':' and ','): not the {"jobs":[ rnx streams, which it then parses whole."""
 
     def __init__(self, d, path, cut=False):
-        self.d, self.path, self.cut = d, path, cut
-        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.srv.bind(path)
-        self.srv.listen(8)
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+        self.cut = cut
+        super().__init__(d, path)
 
     def serve(self, c):
         with c:
@@ -286,9 +286,6 @@ class Relayer:
                     b"Connection: close\r\n\r\n" % (code, len(data)))
             # cut: joblet's own layout, the connection closed halfway through
             c.sendall(head + (data[:len(data) // 2] if self.cut else data))
-
-    def close(self):
-        self.srv.close()
 
 
 def test_json_from_another_layout(d, tmp_path):
