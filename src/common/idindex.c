@@ -109,6 +109,15 @@ void idindex_add_owned(idindex *x, void *obj, const char *id, const char *name, 
     x->n++;
 }
 
+void idindex_reserve(idindex *x, size_t n)
+{
+    unsigned bits = x->bits ? x->bits : IDINDEX_FIRST_BITS;
+    while (n >= (size_t)2 << bits && bits < IDINDEX_MAX_BITS) /* idindex_add_owned's bound */
+        bits++;
+    if (bits != x->bits)
+        rebucket(x, bits);
+}
+
 void idindex_del(idindex *x, void *obj, const char *id, const char *name)
 {
     idindex_del_owned(x, obj, id, name, 0);

@@ -38,6 +38,9 @@ void idindex_add(idindex *x, void *obj, const char *id, const char *name, uint64
  * and name among its own, however many other owners have of that name. An index is one or the
  * other: its names added all with idindex_add (owner 0), or all with an owner. */
 void idindex_add_owned(idindex *x, void *obj, const char *id, const char *name, uint32_t owner, uint64_t seq);
+/* Room for n objects in all, made at once (a start loading its jobs): the tables are not
+ * doubled again and again, each doubling moving every entry, until n are in. */
+void idindex_reserve(idindex *x, size_t n);
 /* obj must be in the index, with the id and name (and owner) it was added with. */
 void idindex_del(idindex *x, void *obj, const char *id, const char *name);
 void idindex_del_owned(idindex *x, void *obj, const char *id, const char *name, uint32_t owner);

@@ -143,6 +143,16 @@ job *jobs_by_seq(uint64_t seq)
     return i < core.njobs && core.jobs[i]->seq == seq ? core.jobs[i] : NULL;
 }
 
+void jobs_reserve(size_t n)
+{
+    if (core.njobs + n > core.cap) {
+        core.cap = core.njobs + n;
+        core.jobs = xrealloc(core.jobs, core.cap * sizeof *core.jobs);
+    }
+    idindex_reserve(&by_ref, core.njobs + n);
+    idindex_reserve(&by_owner_name, core.njobs + n);
+}
+
 void jobs_add(job *j)
 {
     if (core.njobs == core.cap) {

@@ -31,6 +31,8 @@ bool jobs_offer(idref *r, const caller *who, bool task_names);
  * name (a singleton's check costs only its owner's). Freed by the caller; NULL and *n 0 when none. */
 job **jobs_named(uid_t owner, const char *name, size_t *n);
 void jobs_add(job *j);
+/* Room for n more jobs, made at once (the start, before it adds every loaded job). */
+void jobs_reserve(size_t n);
 /* The job of this seq, or NULL: the table is in seq order (jobs are added in it, loaded in it),
  * so a binary search. */
 job *jobs_by_seq(uint64_t seq);

@@ -241,6 +241,12 @@ static void start_phase(const char *name)
     start_phases.at_ns = now;
 }
 
+static void load_count(size_t n, void *arg)
+{
+    (void)arg;
+    jobs_reserve(n);
+}
+
 static void load_one(db_job *r, void *arg)
 {
     job *j = job_new(r);
@@ -331,7 +337,7 @@ static int setup(jerr *e)
         return -1;
     start_phase("db_open");
     core.next_seq = 1;
-    if (db_load_jobs(core.db, load_one, NULL, e) < 0)
+    if (db_load_jobs(core.db, load_count, load_one, NULL, e) < 0)
         return -1;
     start_phase("jobs");
     if (db_load_workflows(core.db, load_wf, NULL, e) < 0)

@@ -301,6 +301,13 @@ static const char *COLS = "id, seq, name, state, owner_uid, owner_gid, uid, gid,
                           " gpu_fault, sandbox_uid, slurm, net, array_id, array_task, requeue, suspended_ms,"
                           " suspended_since_ms, after_met, joined_ms, ended_held, log_bytes";
 
+/* A job's usage (the column, a JSON object written by db_save_job) as five numbers, read
+ * after COLS; NULL where the column is NULL, not JSON, or has no such number. */
+#define USAGE_FIG(k) ", CASE WHEN json_valid(usage) THEN json_extract(usage, '$." k "') END"
+#define USAGE_COLS                                                                                                   \
+    USAGE_FIG("cpu_ns") USAGE_FIG("memory_peak_bytes") USAGE_FIG("io_read_bytes") USAGE_FIG("io_write_bytes")         \
+        USAGE_FIG("gpu_ms_before")
+
 static int reseal(db *d, jerr *e);
 static int open_key(db *d, const char *path, const char *keypath, jerr *e);
 
@@ -1027,10 +1034,45 @@ void db_job_free(db_job *r)
     *r = (db_job){0};
 }
 
-int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
+/* Whether the jobs' rows lie in the table (rowid order) in their submission order, and how many
+ * there are: one pass over the index on seq (its entries hold the rowid: the table is not
+ * read). Rows are inserted as jobs are made, so they do unless one was written again after a
+ * failed commit (core/state.c) or by hand. -1 on the database's error. */
+static int rows_in_seq_order(db *d, size_t *n)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql, "SELECT %s FROM jobs ORDER BY seq", COLS);
+    sqlite3_stmt *st;
+    *n = 0;
+    if (sqlite3_prepare_v2(d->h, "SELECT rowid FROM jobs ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int rc, in_order = 1;
+    sqlite3_int64 last = INT64_MIN;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 r = sqlite3_column_int64(st, 0);
+        if (r <= last)
+            in_order = 0;
+        last = r;
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? in_order : -1;
+}
+
+int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
+{
+    /* In submission order: read in the table's own order where that is it (a walk of its
+     * pages), through the index on seq only where it is not (a look-up in the table per row:
+     * 0.2 s of a start with 162,000 jobs) */
+    size_t n;
+    int in_order = rows_in_seq_order(d, &n);
+    if (in_order < 0)
+        return jerr_set(e, EIO, "database: counting jobs: %s", sqlite3_errmsg(d->h));
+    if (count)
+        count(n, arg);
+    /* usage's figures taken out by SQLite's JSON functions, after COLS (41-45): jansson's parse
+     * of the object and its five numbers cost a start with 162,000 jobs 0.4 s, these 0.1 s (one
+     * parse per row, cached for the row's five; a row that is not JSON gives none, as before) */
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT %s%s FROM jobs ORDER BY %s", COLS, USAGE_COLS, in_order ? "rowid" : "seq");
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
@@ -1063,13 +1105,11 @@ int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
         j->end_reason = col_str(st, 16);
         j->stopped_by = sqlite3_column_type(st, 17) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 17);
         j->error = col_str(st, 18);
-        json_t *u = json_loads(sqlite3_column_text(st, 19) ? (const char *)sqlite3_column_text(st, 19) : "{}", 0, NULL);
-        j->cpu_ns = (uint64_t)json_integer_value(json_object_get(u, "cpu_ns"));
-        j->memory_peak_bytes = (uint64_t)json_integer_value(json_object_get(u, "memory_peak_bytes"));
-        j->io_read_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_read_bytes"));
-        j->io_write_bytes = (uint64_t)json_integer_value(json_object_get(u, "io_write_bytes"));
-        j->gpu_ms_before = (uint64_t)json_integer_value(json_object_get(u, "gpu_ms_before")); /* (0: none, or older) */
-        json_decref(u);
+        j->cpu_ns = (uint64_t)sqlite3_column_int64(st, 41); /* usage (USAGE_COLS) */
+        j->memory_peak_bytes = (uint64_t)sqlite3_column_int64(st, 42);
+        j->io_read_bytes = (uint64_t)sqlite3_column_int64(st, 43);
+        j->io_write_bytes = (uint64_t)sqlite3_column_int64(st, 44);
+        j->gpu_ms_before = (uint64_t)sqlite3_column_int64(st, 45); /* (0: none, or older) */
         j->shim_pid = sqlite3_column_int64(st, 20);
         j->shim_start = (uint64_t)sqlite3_column_int64(st, 21);
         j->init_pid = sqlite3_column_int64(st, 22);

@@ -100,8 +100,10 @@ bool db_marked(const db *d);
  * failed took its insert back: core/state.c writes such jobs again). */
 int db_save_job(db *d, const db_job *r, jerr *e);
 /* Calls fn for every job's row, in submission order: fn may take what the row owns (setting
- * it NULL or empty there: job_new does); what it leaves is freed after the call. */
-int db_load_jobs(db *d, void (*fn)(db_job *r, void *arg), void *arg, jerr *e);
+ * it NULL or empty there: job_new does); what it leaves is freed after the call. Before the
+ * first, count (when not NULL) is told how many rows there are, so that what fn fills can be
+ * sized once. */
+int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r, void *arg), void *arg, jerr *e);
 
 /* A workflow's row (core/workflow.c: workflow_row, workflow_new). Written, it borrows reason
  * and doc; loaded, it owns them, as a loaded db_job. */

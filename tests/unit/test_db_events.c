@@ -157,7 +157,7 @@ static void test_requeue_and_suspension_reopen(void **state)
     db_close(d);
     d = reopen(path);
     loaded l = {0};
-    assert_int_equal(db_load_jobs(d, keep, &l, &e), 0);
+    assert_int_equal(db_load_jobs(d, NULL, keep, &l, &e), 0);
     assert_int_equal(l.n, 1);
     assert_true(l.asked && l.hold);
     assert_int_equal(l.suspended_ms, 20123);
@@ -169,7 +169,7 @@ static void test_requeue_and_suspension_reopen(void **state)
     db_close(d);
     d = reopen(path);
     l = (loaded){0};
-    assert_int_equal(db_load_jobs(d, keep, &l, &e), 0);
+    assert_int_equal(db_load_jobs(d, NULL, keep, &l, &e), 0);
     assert_true(l.asked && !l.hold);
     assert_int_equal(l.suspended_ms, 20123);
     assert_int_equal(l.since_ms, 0);

@@ -126,7 +126,7 @@ static void test_job_and_workflow_rows(void **state)
     d = db_open(path, &e);
     assert_non_null(d);
     loaded l = {0};
-    assert_int_equal(db_load_jobs(d, take_job, &l, &e), 0);
+    assert_int_equal(db_load_jobs(d, NULL, take_job, &l, &e), 0);
     assert_int_equal(l.n, 2);
     db_job *r = &l.first;
     assert_string_equal(r->id, a.id);
@@ -181,6 +181,78 @@ static void test_job_and_workflow_rows(void **state)
     grant_list_free(&a.gpus);
     jobreq_free(&b.req);
     json_decref(w.doc);
+    remove_dir(dir);
+}
+
+typedef struct seen_order {
+    size_t told; /* what count said, before the first row */
+    int n;
+    uint64_t seq[4], cpu_ns[4], peak[4], gpu_ms[4];
+} seen_order;
+
+static void order_count(size_t n, void *arg)
+{
+    seen_order *o = arg;
+    assert_int_equal(o->n, 0);
+    o->told = n;
+}
+
+static void order_row(db_job *r, void *arg)
+{
+    seen_order *o = arg;
+    assert_true(o->n < 4);
+    o->seq[o->n] = r->seq;
+    o->cpu_ns[o->n] = r->cpu_ns;
+    o->peak[o->n] = r->memory_peak_bytes;
+    o->gpu_ms[o->n] = r->gpu_ms_before;
+    o->n++;
+}
+
+/* Rows come in seq order whether or not the table holds them so (a row written again after a
+ * failed commit, or by hand, lies after later ones), the count first; usage's five figures come
+ * back, and a usage that is not JSON gives zeros, not a start refused. */
+static void test_rows_in_seq_order_with_their_usage(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_rows.XXXXXX", path[128];
+    jerr e = {0};
+    db *d = open_in(dir, path, sizeof path);
+    for (int i = 1; i <= 3; i++) {
+        db_job r = {.seq = (uint64_t)i, .state = JS_COMPLETED, .owner_uid = 1000, .uid = 1000, .gid = 1000,
+                    .created_ms = 1000 * i, .stopped_by = -1, .cpu_ns = 10u * i, .memory_peak_bytes = 20u * i,
+                    .io_read_bytes = 30, .io_write_bytes = 40, .gpu_ms_before = 50u * i};
+        snprintf(r.id, sizeof r.id, "cccccccc-0000-4000-8000-00000000000%d", i);
+        assert_int_equal(jobreq_set_command(&r.req, "true", &e), 0);
+        assert_int_equal(db_insert_job(d, &r, &e), 0);
+        jobreq_free(&r.req);
+    }
+    assert_int_equal(db_flush(d, &e), 0);
+    db_close(d);
+
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) { /* seq 1's row moved after the others in the table, seq 2's usage broken */
+            sqlite3 *h;
+            assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+            assert_int_equal(sqlite3_exec(h, "UPDATE jobs SET rowid = 100 WHERE seq = 1;"
+                                             "UPDATE jobs SET usage = '{\"cpu_ns\":' WHERE seq = 2;",
+                                          NULL, NULL, NULL), SQLITE_OK);
+            sqlite3_close(h);
+        }
+        d = db_open(path, &e);
+        assert_non_null(d);
+        seen_order o = {0};
+        assert_int_equal(db_load_jobs(d, order_count, order_row, &o, &e), 0);
+        assert_int_equal(o.told, 3);
+        assert_int_equal(o.n, 3);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(o.seq[i], i + 1);
+            bool broken = pass == 1 && i == 1;
+            assert_int_equal(o.cpu_ns[i], broken ? 0 : 10u * (i + 1));
+            assert_int_equal(o.peak[i], broken ? 0 : 20u * (i + 1));
+            assert_int_equal(o.gpu_ms[i], broken ? 0 : 50u * (i + 1));
+        }
+        db_close(d);
+    }
     remove_dir(dir);
 }
 
@@ -248,6 +320,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_and_workflow_rows),
+        cmocka_unit_test(test_rows_in_seq_order_with_their_usage),
         cmocka_unit_test(test_state_names),
         cmocka_unit_test(test_a_write_that_gave_up_on_a_lock_fails_its_turn),
     };

@@ -110,7 +110,13 @@ static void test_index_matches_a_scan(void **state)
         o->visible = next() % 5 != 0;
         o->seq = i + 1;
     }
+    unsigned reserved = 0;
     for (int round = 0; round < 6; round++) {
+        if (round == 3) { /* room made at once for all, with half of them in: no doubling after */
+            idindex_reserve(&x, NOBJ);
+            reserved = x.bits;
+            assert_true(NOBJ < (size_t)2 << reserved);
+        }
         /* objects come (the tables double) and go */
         for (size_t i = 0; i < NOBJ; i++) {
             obj *o = &objs[i];
@@ -135,6 +141,8 @@ static void test_index_matches_a_scan(void **state)
         static const char *others[] = {"1a2b3", "1a2b3c", "1", "f", "1a2b3-", "zz", "1a2b3c4d-", "-", "ABC"};
         for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
             check_ref(&x, others[k]);
+        if (reserved)
+            assert_int_equal(x.bits, reserved);
     }
     idindex_free(&x);
     assert_null(idindex_get(&x, objs[0].id));
