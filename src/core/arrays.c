@@ -1384,7 +1384,7 @@ jarray *arrays_offer_number(idref *r, const caller *who)
     return a;
 }
 
-jarray *arrays_by_seq(uint64_t seq)
+jarray *arrays_from_seq(uint64_t seq)
 {
     size_t lo = 0, hi = core.narrays;
     while (lo < hi) {
@@ -1394,7 +1394,13 @@ jarray *arrays_by_seq(uint64_t seq)
         else
             hi = mid;
     }
-    return lo < core.narrays && core.arrays[lo]->seq == seq ? core.arrays[lo] : NULL;
+    return lo < core.narrays ? core.arrays[lo] : NULL;
+}
+
+jarray *arrays_by_seq(uint64_t seq)
+{
+    jarray *a = arrays_from_seq(seq);
+    return a && a->seq == seq ? a : NULL;
 }
 
 job *arrays_task(const jarray *a, uint32_t t, bool *made)

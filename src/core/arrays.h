@@ -220,6 +220,8 @@ jarray **arrays_named(const char *ref, size_t *n);
 /* The array whose full id is id, or NULL. */
 jarray *arrays_by_id(const char *id);
 jarray *arrays_by_seq(uint64_t seq);
+/* The array of the lowest seq at or after seq; NULL when none (as jobs_from_seq). */
+jarray *arrays_from_seq(uint64_t seq);
 bool arrays_visible(const jarray *a, const caller *who);
 /* The task of id t: its job when made (and not deleted); NULL otherwise. *made says whether it
  * was made (false: it waits, or was canceled before it was made). */

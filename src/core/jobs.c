@@ -143,6 +143,12 @@ job *jobs_by_seq(uint64_t seq)
     return i < core.njobs && core.jobs[i]->seq == seq ? core.jobs[i] : NULL;
 }
 
+job *jobs_from_seq(uint64_t seq)
+{
+    size_t i = by_seq(seq);
+    return i < core.njobs ? core.jobs[i] : NULL;
+}
+
 void jobs_reserve(size_t n)
 {
     if (core.njobs + n > core.cap) {

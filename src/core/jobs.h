@@ -36,6 +36,9 @@ void jobs_reserve(size_t n);
 /* The job of this seq, or NULL: the table is in seq order (jobs are added in it, loaded in it),
  * so a binary search. */
 job *jobs_by_seq(uint64_t seq);
+/* The job of the lowest seq at or after seq; NULL when none (a walk in seq order that the
+ * table's changes between its steps do not upset: api/jobs_list.c). */
+job *jobs_from_seq(uint64_t seq);
 /* Out of the table and of the settle step's list; the caller frees it. */
 void jobs_remove(job *j);
 /* A uid of the range jobs.uid_range_start gives out (root's jobs, gVisor sandboxes) that no
