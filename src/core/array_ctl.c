@@ -475,7 +475,7 @@ int array_ctl_reap(const caller *who, int64_t empty_for_ms, int64_t now, jerr *e
             continue;
         if (!a->empty_since_ms)
             a->empty_since_ms = now;
-        if (empty_for_ms && (now - a->empty_since_ms < empty_for_ms || (a->wf && a->wf->state < WF_COMPLETED)))
+        if (empty_for_ms && (now - a->empty_since_ms < empty_for_ms || (a->wf && !workflow_ended(a->wf))))
             continue;
         if (arrays_delete_row(a, e) < 0) {
             db_undo(core.db);

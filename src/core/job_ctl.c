@@ -256,7 +256,7 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
 static bool ended_whole_before(const job *j, int64_t before_ms, const depend_named *named)
 {
     return j->ended_ms > 0 && j->ended_ms < before_ms && !j->followers && (!j->array || arrays_ended(j->array)) &&
-           (!j->wf || j->wf->state >= WF_COMPLETED) && !depend_named_has(named, j->seq) &&
+           (!j->wf || workflow_ended(j->wf)) && !depend_named_has(named, j->seq) &&
            (!j->array || !depend_named_has(named, j->array->seq));
 }
 

@@ -592,6 +592,7 @@ static void refresh(workflow *wf)
         wf->started_ms = now_ms();
         changed = true;
     }
+    wf->all_ended = all_ended;
     if (wf->canceled_by >= 0)
         wf->state = WF_CANCELED;
     else if (!all_ended)
@@ -703,6 +704,8 @@ static void array_changed(jarray *a)
 }
 
 void workflow_array_changed(jarray *a) { array_changed(a); }
+
+bool workflow_ended(const workflow *wf) { return wf->state >= WF_COMPLETED && wf->all_ended; }
 
 void workflow_job_changed(job *j)
 {

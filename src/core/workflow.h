@@ -40,6 +40,8 @@ typedef struct workflow {
     uid_t owner_uid;
     gid_t owner_gid;
     enum wf_state state;
+    bool all_ended;            /* each of its jobs and arrays ended (refresh): CANCELED is said at once,
+                                * while its running jobs are still being stopped */
     uint8_t ev_state;          /* state + 1 as last published (publish.c); 0 none */
     bool ev_listed;            /* in the list workflow_take_changed hands out */
     bool gc_listed;            /* in the list workflow_drop_gone looks at */
@@ -127,6 +129,9 @@ void **workflow_take_changed(size_t *n);
  * (common/idref.h): IDREF_LIVE, a name among those not ended (COMPLETED, FAILED, CANCELED). */
 workflow *workflow_find(const char *ref, const caller *who, enum idref_want want, jerr *e);
 bool workflow_visible(const workflow *wf, const caller *who);
+/* Ended, each of its jobs and arrays too (a canceled one's running jobs stopped): what
+ * jobs.keep_ended_s waits for before it deletes a job or array of it (retention.c). */
+bool workflow_ended(const workflow *wf);
 int workflow_cancel(workflow *wf, uid_t by, jerr *e);
 /* Prefixes a job request's refusal with its place: "jobs[2].request.gpu_count", "job 'x': ". */
 int workflow_err_in_job(jerr *e, size_t i, const char *name);

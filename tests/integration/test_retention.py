@@ -87,6 +87,32 @@ def test_a_workflows_jobs_stay_until_the_workflow_ended(d):
     wait_for(lambda: d.api("GET", f"/v1/workflows/{wid}")[0] == 404, f"workflow {wid} gone with its last job")
 
 
+def test_a_canceled_workflows_jobs_stay_until_its_last_job_stopped(tmp_path):
+    # a canceled workflow says CANCELED at once, while its running jobs are still being stopped
+    # (up to jobs.stop_grace_s): its ended jobs stay until the last one ended, as a running one's
+    need_root()
+    dm = Daemon(f"jobs:\n  keep_ended_s: {KEEP_S}\n  stop_grace_s: 600\n").start()
+    try:
+        wid = submit(dm, "cancel-keep", job("slow", "trap '' TERM; exec sleep 600"),
+                     job("after", "true", requires=[("slow", "COMPLETED")]))["id"]
+
+        def ids():
+            return {j["name"]: j.get("job_id") for j in wf_get(dm, wid)["jobs"]}
+        wait_for(lambda: ids()["slow"] and status(dm, ids()["slow"]) == "RUNNING", "the first job running")
+        code, w = dm.api("POST", f"/v1/workflows/{wid}/cancel")
+        assert code == 200, w
+        assert wf_get(dm, wid)["state"] == "CANCELED"
+        slow, after = ids()["slow"], ids()["after"]
+        assert status(dm, after) == "CANCELED"
+        ended_one_later(dm)
+        assert status(dm, slow) == "STOPPING"               # (TERM ignored: 600 s of grace)
+        assert status(dm, after) == "CANCELED"              # kept: a job of its workflow still runs
+        dm.rnx("job", "kill", "--signal=KILL", slow, check=True)
+        wait_for(lambda: gone(dm, slow) and gone(dm, after), "the workflow's jobs deleted once the last ended")
+    finally:
+        dm.cleanup()
+
+
 def ended_as(d, ref):
     """The state ref ended in (kept KEEP_S after: seen before it goes)."""
     return wait_for(lambda: d.api("GET", f"/v1/jobs/{ref}")[1].get("status") in TERMINAL
