@@ -233,6 +233,22 @@ void arrayspec_format(const arrayspec *a, bool with_throttle, char *out, size_t 
         snprintf(out + l, len - l, "%%%u", a->throttle);
 }
 
+void arrayspec_format_cut(const arrayspec *a, char *out, size_t len)
+{
+    char all[ARRAYSPEC_TEXT_MAX + 16];
+    arrayspec_format(a, false, all, sizeof all);
+    size_t l = strlen(all);
+    if (l < len) {
+        memcpy(out, all, l + 1);
+        return;
+    }
+    /* the items that fit with ",..." after them (none: "...") */
+    size_t cut = len > 5 ? len - 5 : 0;
+    while (cut > 0 && all[cut] != ',')
+        cut--;
+    snprintf(out, len, "%.*s%s", (int)cut, all, cut ? ",..." : "...");
+}
+
 int arrayspec_throttle_check(int64_t n, bool number, const char *label, const char *text, jerr *e)
 {
     if (number && n >= 0 && n <= ARRAYSPEC_MAX_ID)

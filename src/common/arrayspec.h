@@ -60,6 +60,9 @@ uint64_t arrayspec_count_from(const arrayspec *a, uint64_t k, const arrayspec *s
 int64_t arrayspec_first_common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_t s2, int64_t hi2);
 /* The list in its canonical text ("0-99:2,150%8"); the throttle too when with_throttle. */
 void arrayspec_format(const arrayspec *a, bool with_throttle, char *out, size_t len);
+/* The same (no throttle) for a message: where it does not fit in len, whole items only and ",..."
+ * after them (arrayspec_format cuts it mid-number: "3055000-" read as a range never named). */
+void arrayspec_format_cut(const arrayspec *a, char *out, size_t len);
 /* An array's %N given on its own (the API's array_throttle, rnx job update --throttle): a whole
  * number (number: it was one) from 0 (no limit) to ARRAYSPEC_MAX_ID, what a list's %N takes.
  * 0, or -1 with e naming label (the field or the flag; text: the value as typed, or NULL). */

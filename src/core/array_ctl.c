@@ -20,9 +20,9 @@
 /* Into the array's own history (job_events.h): "held by uid 1000: tasks 3-5, 2 of them". */
 static void say(jarray *a, enum job_event ev, uid_t by, const arrayspec *tasks, const char *verb, uint64_t acted)
 {
-    char named[1024] = "";
+    char named[800] = ""; /* (with the rest, within an event's 1,024 bytes) */
     if (tasks) {
-        arrayspec_format(tasks, false, named, sizeof named);
+        arrayspec_format_cut(tasks, named, sizeof named);
         job_event_array(a, ev, (int64_t)by, "%s by uid %u: tasks %s named, %llu of them", verb, (unsigned)by, named,
                         (unsigned long long)acted);
     } else {
@@ -381,7 +381,7 @@ int array_ctl_update_tasks(const jarray *a, const arrayspec *tasks, jerr *e)
 {
     if (tasks->count != 1) {
         char list[256];
-        arrayspec_format(tasks, false, list, sizeof list);
+        arrayspec_format_cut(tasks, list, sizeof list);
         return jerr_http(e, 400, "tasks [%s] of array %s: an array is updated whole (rnx job update %.8s), or one "
                                  "task made at a time by its own id (rnx job update %.8s_%u)", list, a->id, a->id,
                          a->id, tasks->r[0].lo);

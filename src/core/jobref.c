@@ -95,7 +95,7 @@ static void jobref_bad_tasks(const char *ref, const caller *who, enum idref_want
     if (find_plain(base, who, want, &b, &be) < 0 || !b.a)
         return;
     char list[256];
-    arrayspec_format(&b.a->spec, false, list, sizeof list);
+    arrayspec_format_cut(&b.a->spec, list, sizeof list);
     jerr_field(e, "tasks", "'%s' is not a task of array %s: name a task as %s_N or several as %s_[LIST] (Slurm's "
                            "--array syntax: %s_[3-5,9]); its tasks are %s", ref, b.a->id, base, base, base, list);
 }
@@ -132,7 +132,7 @@ int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref
             uint32_t missing;
             if (first_missing(&out->tasks, &b.a->spec, &missing)) {
                 char list[256]; /* its ids alone: "0-10:2", not its %N ("0-10:2%2") */
-                arrayspec_format(&b.a->spec, false, list, sizeof list);
+                arrayspec_format_cut(&b.a->spec, list, sizeof list);
                 return jerr_http(e, 404, "array %s has no task %u; its tasks are %s (name only those)", b.a->id,
                                  missing, list); /* (out->a: the array) */
             }
@@ -175,7 +175,7 @@ int jobref_not_a_job(const jarray *a, const arrayspec *tasks, const char *method
     char list[256];
     const char *words = action_words(action);
     if (tasks)
-        arrayspec_format(tasks, false, list, sizeof list);
+        arrayspec_format_cut(tasks, list, sizeof list);
     if (tasks && tasks->count == 1)
         return jerr_http(e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
                          *action ? action : "such operation");

@@ -31,6 +31,13 @@ def test_a_long_list_of_tasks_is_one_reference(fresh_daemon):
     p = d.rnx("job", "cancel", f"{ref}_[{ranges}]")
     assert p.returncode == 0, p.stderr
     assert counts(d, aid) == {"HELD": 800000 - 256 * 101, "CANCELED": 256 * 101}
+    # the array's history says it in whole items, the count kept: cut to fit mid-number, it said
+    # "tasks ...,3041000-30415" (a range never named) and lost ", 25856 of them"
+    det = next(det for ev, det in d.events(aid) if ev == "stopping")
+    assert det.endswith(f"named, {256 * 101} of them"), det[-200:]
+    listed = det.split("tasks ", 1)[1].rsplit(" named, ", 1)[0]
+    assert listed.endswith(",...") and len(listed) < len(ranges), listed[-100:]
+    assert ranges.startswith(listed[:-len(",...")] + ","), listed[-100:]
     # seen by status too: each task named is looked at (at most 1,000 listed)
     code, got = d.api("GET", f"/v1/jobs/{aid}_[{ranges}]")
     assert code == 200 and got["truncated"] and len(got["tasks"]) == 1000, (code, str(got)[:300])

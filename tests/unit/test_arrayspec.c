@@ -222,6 +222,31 @@ static void test_first_common(void **state)
     assert_string_equal(back, big);
 }
 
+/* A list said in a message: whole items, ",..." after those that fit (cut mid-number it named a
+ * range never named: "3055000-"). */
+static void test_format_cut(void **state)
+{
+    (void)state;
+    arrayspec l;
+    jerr e = {0};
+    char out[16];
+    assert_int_equal(arrayspec_parse("1-3,5", "tasks", false, &l, &e), 0);
+    arrayspec_format_cut(&l, out, sizeof out);
+    assert_string_equal(out, "1-3,5");
+    assert_int_equal(arrayspec_parse("3000000-3000500:5,3001000-3001500:5", "tasks", false, &l, &e), 0);
+    arrayspec_format_cut(&l, out, sizeof out);
+    assert_string_equal(out, "...");              /* not even the first fits */
+    char mid[24];
+    arrayspec_format_cut(&l, mid, sizeof mid);
+    assert_string_equal(mid, "3000000-3000500:5,...");
+    assert_int_equal(arrayspec_parse("10,11,13,15,17,19", "tasks", false, &l, &e), 0);
+    char exact[18]; /* "10,11,13,15,17,19": 17 bytes and its 0 */
+    arrayspec_format_cut(&l, exact, sizeof exact);
+    assert_string_equal(exact, "10,11,13,15,17,19");
+    arrayspec_format_cut(&l, exact, sizeof exact - 1);
+    assert_string_equal(exact, "10,11,13,15,...");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_throttle_check),
+        cmocka_unit_test(test_format_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
