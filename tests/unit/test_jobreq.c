@@ -710,6 +710,28 @@ static void test_unknown_and_daemon_fields(void **state)
     assert_msg(&e, "env.EPOCHS", "env.EPOCHS: a number, not a string; every value of env is a string "
                                  "(\"EPOCHS\": \"1\", not 1)", "a number in env");
     json_decref(b);
+    /* two refusals: the first in the table's order is said, whatever order the body has (the
+     * values are found in one pass over the body's keys, then read in the table's order) */
+    b = json_of("{\"priority\": \"high\", \"max_cpu\": true, \"command\": \"x\"}");
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
+    assert_string_equal(e.field, "max_cpu");
+    json_decref(b);
+    b = json_of("{\"max_cpu\": true, \"priority\": \"high\", \"command\": \"x\"}");
+    assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
+    assert_string_equal(e.field, "max_cpu");
+    json_decref(b);
+    /* env's variables are there for secret_env's check whichever comes first */
+    json_t *b1 = json_of("{\"command\": \"x\", \"env\": {\"A\": \"1\"}, \"secret_env\": {\"A\": \"2\"}}");
+    json_t *b2 = json_of("{\"secret_env\": {\"A\": \"2\"}, \"command\": \"x\", \"env\": {\"A\": \"1\"}}");
+    jerr e1 = {0}, e2 = {0};
+    job_req r1, r2;
+    int rc1 = jobreq_from_json(b1, &r1, 0, NOW, &e1), rc2 = jobreq_from_json(b2, &r2, 0, NOW, &e2);
+    assert_int_equal(rc1, rc2);
+    assert_string_equal(e1.msg, e2.msg);
+    if (rc1 == 0)
+        jobreq_free(&r1), jobreq_free(&r2);
+    json_decref(b1);
+    json_decref(b2);
     b = json_of("{\"command\": \"x\", \"secret_env\": {\"TOKEN\": true}}");
     assert_int_equal(jobreq_from_json(b, &r, 0, NOW, &e), -1);
     assert_msg(&e, "secret_env.TOKEN", "secret_env.TOKEN: true or false, not a string; every value of secret_env "
