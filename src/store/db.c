@@ -1091,7 +1091,9 @@ int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r
         jerr re = {0};
         if (unseal_request(d, rj, &re) < 0)
             log_err("job %s: its secret environment cannot be read: %s; it is left out", j->id, re.msg);
-        if (jobreq_from_json(rj ? rj : json_object(), &j->req, JOBREQ_FROM_DB, 0, &re) < 0)
+        if (!rj) /* not JSON: read as an empty request (refused below, logged), freed with it */
+            rj = json_object();
+        if (jobreq_from_json(rj, &j->req, JOBREQ_FROM_DB, 0, &re) < 0)
             log_err("job %s: its stored request cannot be read: %s", j->id, re.msg);
         json_decref(rj);
         j->created_ms = sqlite3_column_int64(st, 9);
@@ -1764,7 +1766,9 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         jerr re = {0};
         if (unseal_request(d, rj, &re) < 0)
             log_err("array %s: its secret environment cannot be read: %s; it is left out", a.id, re.msg);
-        if (jobreq_from_json(rj ? rj : json_object(), &a.req, JOBREQ_FROM_DB, 0, &re) < 0)
+        if (!rj) /* not JSON: read as an empty request (refused below, logged), freed with it */
+            rj = json_object();
+        if (jobreq_from_json(rj, &a.req, JOBREQ_FROM_DB, 0, &re) < 0)
             log_err("array %s: its stored request cannot be read: %s", a.id, re.msg);
         json_decref(rj);
         const char *spec = (const char *)sqlite3_column_text(st, 6);

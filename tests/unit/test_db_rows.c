@@ -210,7 +210,8 @@ static void order_row(db_job *r, void *arg)
 
 /* Rows come in seq order whether or not the table holds them so (a row written again after a
  * failed commit, or by hand, lies after later ones), the count first; usage's five figures come
- * back, and a usage that is not JSON gives zeros, not a start refused. */
+ * back, and a usage or request that is not JSON gives zeros or an empty request (nothing leaked:
+ * the sanitizer pass), not a start refused. */
 static void test_rows_in_seq_order_with_their_usage(void **state)
 {
     (void)state;
@@ -234,7 +235,8 @@ static void test_rows_in_seq_order_with_their_usage(void **state)
             sqlite3 *h;
             assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
             assert_int_equal(sqlite3_exec(h, "UPDATE jobs SET rowid = 100 WHERE seq = 1;"
-                                             "UPDATE jobs SET usage = '{\"cpu_ns\":' WHERE seq = 2;",
+                                             "UPDATE jobs SET usage = '{\"cpu_ns\":' WHERE seq = 2;"
+                                             "UPDATE jobs SET request = 'not JSON' WHERE seq = 3;",
                                           NULL, NULL, NULL), SQLITE_OK);
             sqlite3_close(h);
         }
