@@ -944,14 +944,19 @@ void client_account_ready(rnx_client *c)
     json_decref(me);
 }
 
-bool client_sees_all_jobs(rnx_client *c)
+int client_sees_all_jobs(rnx_client *c, bool *all, jerr *e)
 {
     json_t *me = NULL;
-    jerr e = {0};
-    bool all = client_request(c, "GET", "/v1/whoami", NULL, &me, &e) >= 0 &&
-               json_is_true(json_object_get(me, "sees_all_jobs"));
+    *all = false;
+    if (client_request(c, "GET", "/v1/whoami", NULL, &me, e) < 0) {
+        if (e->http != 404)
+            return -1;
+        *e = (jerr){0}; /* a joblet from before whoami */
+        return 0;
+    }
+    *all = json_is_true(json_object_get(me, "sees_all_jobs"));
     json_decref(me);
-    return all;
+    return 0;
 }
 
 conn *client_upgrade(rnx_client *c, const char *path, const char *proto, char **extra, size_t *nextra, jerr *e)

@@ -53,8 +53,10 @@ int client_request(rnx_client *c, const char *method, const char *path, json_t *
  * asks again with this. */
 bool client_busy_again(rnx_client *c, const jerr *e, int *waited_s);
 /* Whether the caller sees other users' jobs and workflows in the lists (GET /v1/whoami's
- * sees_all_jobs: root); false when joblet does not say (an older daemon). */
-bool client_sees_all_jobs(rnx_client *c);
+ * sees_all_jobs: root) into *all; false when joblet does not say (an older daemon: 404). -1
+ * with e on any other failure (not reached, a certificate refused, busy): the command stops
+ * there, not asking again for its list. */
+int client_sees_all_jobs(rnx_client *c, bool *all, jerr *e);
 
 /* Fills buf with up to cap bytes of a body: how many, 0 at its end, -1 with e set to stop. */
 typedef long (*client_source_fn)(void *ud, char *buf, size_t cap, jerr *e);

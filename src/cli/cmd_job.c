@@ -1367,7 +1367,12 @@ static int job_list(rnx_ctx *ctx, int argc, char **argv)
         rc = list_fetch(cl, &pick, &(list_sink){0});
     } else {
         /* whose each job is (root sees everyone's): asked first, the rows made as the jobs come */
-        bool with_user = client_sees_all_jobs(cl);
+        bool with_user;
+        jerr we = {0};
+        if (client_sees_all_jobs(cl, &with_user, &we) < 0) {
+            client_free(cl);
+            return server_error(&we, false);
+        }
         static const char *const headers[] = {"ID",   "NUM",     "NAME",     "STATUS", "EXIT",
                                               "GPUS", "CREATED", "DURATION", "USER",   "COMMAND"};
         static const char *const plain[] = {"ID",   "NUM",     "NAME",     "STATUS",

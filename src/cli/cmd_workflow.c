@@ -688,7 +688,10 @@ static int workflow_list(rnx_ctx *ctx, int argc, char **argv)
         return rnx_fail("%s", e.msg);
     }
     /* root sees every user's workflows: whose each one is (as rnx job list) */
-    bool with_user = !ctx->json && client_sees_all_jobs(c);
+    bool with_user = false;
+    jerr we = {0};
+    if (!ctx->json)
+        (void)client_sees_all_jobs(c, &with_user, &we); /* (the list came: printed without owners if not) */
     client_free(c);
     json_t *wfs = json_object_get(resp, "workflows"), *wf;
     if (!json_is_array(wfs)) {
