@@ -137,16 +137,16 @@ static size_t by_seq(uint64_t seq)
     return lo;
 }
 
-job *jobs_by_seq(uint64_t seq)
-{
-    size_t i = by_seq(seq);
-    return i < core.njobs && core.jobs[i]->seq == seq ? core.jobs[i] : NULL;
-}
-
 job *jobs_from_seq(uint64_t seq)
 {
     size_t i = by_seq(seq);
     return i < core.njobs ? core.jobs[i] : NULL;
+}
+
+job *jobs_by_seq(uint64_t seq)
+{
+    job *j = jobs_from_seq(seq);
+    return j && j->seq == seq ? j : NULL;
 }
 
 void jobs_reserve(size_t n)
