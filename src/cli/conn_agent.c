@@ -605,9 +605,29 @@ static void kept_close(conn *c)
     free(c);
 }
 
+/* Gives the connection back, and waits (a second at most) for the keeper to have it in its pool
+ * again, which it says by closing its end: a command that dials the keeper again at once (run
+ * --follow's log stream after its submission, the job list after whoami) would otherwise find
+ * the pool one short while the keeper's thread was still reading the keep frame, and the keeper
+ * would dial the node for a spare it does not need (a handshake more under load: CI's run of
+ * stop 58). */
 static void kept_release(conn *c)
 {
-    frame_send(c->fd, CONN_AGENT_FRAME_KEEP, NULL, 0);
+    if (frame_send(c->fd, CONN_AGENT_FRAME_KEEP, NULL, 0) == 0) {
+        int64_t until = mono_ms() + 1000;
+        char b[64];
+        for (int64_t left; (left = until - mono_ms()) > 0;) {
+            struct pollfd pfd = {c->fd, POLLIN, 0};
+            int pr = poll(&pfd, 1, (int)left);
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pr <= 0)
+                break;
+            ssize_t r = recv(c->fd, b, sizeof b, MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+                break;
+        }
+    }
     kept_close(c);
 }
 
