@@ -130,6 +130,7 @@ typedef struct pending_src {
     int64_t refilled_ms;
     unsigned nwait;
     struct waiter *w_head, *w_tail; /* its connections waiting for their turn, oldest first */
+    struct pending_src *r_prev, *r_next; /* the ring of sources with connections waiting */
 } pending_src;
 static pending_src *pending_srcs[PENDING_SRC_BUCKETS];
 static unsigned npending_srcs;
@@ -141,7 +142,13 @@ static unsigned npending_srcs;
  * once. Those beyond wait, a descriptor and no byte read, within their source's share of
  * remote.max_pending (its own oldest makes room) and for at most remote.handshake_timeout_s.
  * One place that opens connections as fast as it can then costs the loop at most its pace;
- * everyone else's handshakes go through meanwhile. */
+ * everyone else's handshakes go through meanwhile. And all places together get
+ * remote.handshakes_total_per_s, twice as many at once: many addresses each at its own pace
+ * (127.0.0.0/8 from this machine, an IPv6 network's /64s) kept the loop on handshakes, a CPU
+ * of joblet's whole (1,400 a second from 180 addresses of 127.0.x.y, 0.7 ms each). Beyond it
+ * the sources waiting take turns, one connection each (a ring), so one address of one person
+ * waits for one turn of the others, not behind all their connections; and when the waiting
+ * are too many, the source with the most gives up its oldest. */
 typedef struct waiter {
     int fd;
     struct server *sv;
@@ -160,6 +167,11 @@ static struct {
      * would take those of the local socket, of jobs, of the database */
     unsigned max;
     double per_s;       /* remote.handshakes_per_s */
+    double all_per_s;   /* remote.handshakes_total_per_s */
+    double all_tokens;  /* its bucket, twice as many at once */
+    int64_t all_refilled_ms;
+    bool all_short;     /* the last pass left connections waiting for want of the total's turns */
+    pending_src *ring;  /* the sources with connections waiting: the next to have a turn */
     int64_t next_ms;    /* the next pass over them (waiters_run) */
     /* The log's line of an address beyond its pace: once a minute for all addresses together,
      * not once a minute an address: a source is forgotten two seconds after its turns are whole
@@ -167,8 +179,11 @@ static struct {
      * lines: the log would be a lever for anyone who reaches the port. */
     int64_t warned_ms;
     unsigned waited;    /* connections that waited since that line */
+    int64_t all_warned_ms;   /* the same for the total's pace: once a minute */
+    unsigned all_waited;
 } waiting;
 #define WAITERS_TICK_MS 20
+#define RING_LOOKS 64
 #define ACCEPTS_PER_WAKE 64
 
 static unsigned pending_src_bucket(const unsigned char key[16])
@@ -337,6 +352,45 @@ static void pending_expire(int64_t now)
         pending_drop(pending.head);
 }
 
+/* The total's bucket (remote.handshakes_total_per_s, twice as many at once). */
+static void all_refill(int64_t now)
+{
+    double full = 2 * waiting.all_per_s;
+    if (now > waiting.all_refilled_ms) {
+        waiting.all_tokens += (double)(now - waiting.all_refilled_ms) * waiting.all_per_s / 1000.0;
+        if (waiting.all_tokens > full)
+            waiting.all_tokens = full;
+    }
+    waiting.all_refilled_ms = now;
+}
+
+/* A source whose first connection waits joins the ring, last in its turn order. */
+static void ring_join(pending_src *p)
+{
+    if (!waiting.ring) {
+        p->r_prev = p->r_next = p;
+        waiting.ring = p;
+        return;
+    }
+    p->r_next = waiting.ring;
+    p->r_prev = waiting.ring->r_prev;
+    p->r_prev->r_next = p;
+    waiting.ring->r_prev = p;
+}
+
+static void ring_leave(pending_src *p)
+{
+    if (p->r_next == p) {
+        waiting.ring = NULL;
+    } else {
+        p->r_prev->r_next = p->r_next;
+        p->r_next->r_prev = p->r_prev;
+        if (waiting.ring == p)
+            waiting.ring = p->r_next;
+    }
+    p->r_prev = p->r_next = NULL;
+}
+
 static void waiter_remove(waiter *w)
 {
     *(w->prev ? &w->prev->next : &waiting.head) = w->next;
@@ -345,7 +399,8 @@ static void waiter_remove(waiter *w)
     pending_src *p = w->src;
     *(w->src_prev ? &w->src_prev->src_next : &p->w_head) = w->src_next;
     *(w->src_next ? &w->src_next->src_prev : &p->w_tail) = w->src_prev;
-    p->nwait--;
+    if (!--p->nwait)
+        ring_leave(p);
 }
 
 /* Closed before a byte of it was read: pushed out, or waited past remote.handshake_timeout_s. */
@@ -373,18 +428,53 @@ static void waiter_admit(struct server *sv, int fd, const struct sockaddr_storag
     pending_src_key((const struct sockaddr *)sa, key);
     pending_src *p = pending_src_get(key);
     src_refill(p, now);
-    if (!p->nwait && p->tokens >= 1) {
+    all_refill(now);
+    /* (the total's turns go to those waiting first) */
+    bool all_turn = waiting.all_tokens >= 1 && (!waiting.all_short || !waiting.n);
+    if (!p->nwait && p->tokens >= 1 && all_turn) {
         p->tokens -= 1;
+        waiting.all_tokens -= 1;
         waiter_hand(sv, fd, (const struct sockaddr *)sa, alen);
         return;
     }
     unsigned share = src_share();
-    if (p->nwait >= share)
+    if (p->nwait >= share) {
         waiter_drop(p->w_head, now); /* its own oldest makes room */
-    else if (waiting.n >= waiting.max && waiting.head)
-        waiter_drop(waiting.head, now);
+    } else if (waiting.n >= waiting.max && waiting.ring) {
+        /* the source with the most waiting gives up its oldest: the new one's own source when
+         * it has as many as any, else the most among the next RING_LOOKS of the ring (a bounded
+         * look per connection); when each has one, the new one is closed instead (a listen
+         * backlog's rule): a place that keeps opening connections, from one address or from
+         * many, pushes out its own, never the one of a person already waiting for a turn */
+        pending_src *most = waiting.ring;
+        unsigned looks = 1;
+        for (pending_src *q = most->r_next; q != waiting.ring && looks < RING_LOOKS; q = q->r_next, looks++)
+            if (q->nwait > most->nwait)
+                most = q;
+        if (p->nwait && p->nwait >= most->nwait) {
+            waiter_drop(p->w_head, now);
+        } else if (most->nwait > 1 || p->nwait) {
+            waiter_drop(most->w_head, now);
+        } else {
+            close(fd);
+            waiting.waited++;
+            src_forget(p, now);
+            return;
+        }
+    }
     p = pending_src_get(key); /* (a drop may have forgotten it) */
-    if (!waiting.warned_ms || now - waiting.warned_ms >= 60000) {
+    if (p->tokens >= 1 && !p->nwait) {
+        /* its own pace would let it in: it waits for the total's */
+        if (!waiting.all_warned_ms || now - waiting.all_warned_ms >= 60000) {
+            log_warn("remote: TLS connections come from many addresses together faster than "
+                     "remote.handshakes_total_per_s (%g a second, %g at once): they wait their turn, one address "
+                     "after another (said once a minute; %u connections waited for it since the last time)",
+                     waiting.all_per_s, 2 * waiting.all_per_s, waiting.all_waited);
+            waiting.all_warned_ms = now;
+            waiting.all_waited = 0;
+        }
+        waiting.all_waited++;
+    } else if (!waiting.warned_ms || now - waiting.warned_ms >= 60000) {
         char host[INET6_ADDRSTRLEN + 1] = "?";
         getnameinfo((const struct sockaddr *)sa, alen, host, sizeof host, NULL, 0, NI_NUMERICHOST);
         log_warn("remote: %s opens TLS connections faster than remote.handshakes_per_s (%g a second, %g at once): "
@@ -394,7 +484,8 @@ static void waiter_admit(struct server *sv, int fd, const struct sockaddr_storag
         waiting.warned_ms = now;
         waiting.waited = 0;
     }
-    waiting.waited++;
+    if (p->tokens < 1 || p->nwait)
+        waiting.waited++;
     waiter *w = xcalloc(1, sizeof *w);
     w->fd = fd;
     w->sv = sv;
@@ -409,11 +500,13 @@ static void waiter_admit(struct server *sv, int fd, const struct sockaddr_storag
     w->src_prev = p->w_tail;
     *(p->w_tail ? &p->w_tail->src_next : &p->w_head) = w;
     p->w_tail = w;
-    p->nwait++;
+    if (!p->nwait++)
+        ring_join(p);
 }
 
-/* Every WAITERS_TICK_MS while any wait: those past remote.handshake_timeout_s closed, then the
- * oldest first handed over as their sources' turns come. */
+/* Every WAITERS_TICK_MS while any wait: those past remote.handshake_timeout_s closed, then
+ * handed over as their sources' turns and the total's come: the sources in the ring's order, each
+ * its oldest, round after round, until the total's turns are used up or no source has one. */
 static void waiters_run(int64_t now)
 {
     if (!waiting.n || now < waiting.next_ms)
@@ -421,17 +514,34 @@ static void waiters_run(int64_t now)
     waiting.next_ms = now + WAITERS_TICK_MS;
     while (waiting.head && now - waiting.head->since_ms >= pending.timeout_ms)
         waiter_drop(waiting.head, now);
-    for (waiter *w = waiting.head, *nx; w; w = nx) {
-        nx = w->next;
-        pending_src *p = w->src;
-        src_refill(p, now);
-        if (p->tokens < 1)
-            continue;
-        p->tokens -= 1;
-        waiter_remove(w);
-        waiter_hand(w->sv, w->fd, (const struct sockaddr *)&w->addr, w->alen);
-        free(w);
+    all_refill(now);
+    bool handed = true;
+    while (handed && waiting.ring && waiting.all_tokens >= 1) {
+        handed = false;
+        /* one round: each source once, from the one whose turn it is */
+        unsigned left = 0;
+        pending_src *p = waiting.ring;
+        do {
+            left++;
+            p = p->r_next;
+        } while (p != waiting.ring);
+        for (p = waiting.ring; left-- && waiting.all_tokens >= 1;) {
+            pending_src *nx = p->r_next;
+            src_refill(p, now);
+            if (p->tokens >= 1) {
+                waiter *w = p->w_head;
+                p->tokens -= 1;
+                waiting.all_tokens -= 1;
+                waiting.ring = nx;   /* the next source's turn comes first next time */
+                waiter_remove(w);    /* (p leaves the ring when it was its last) */
+                waiter_hand(w->sv, w->fd, (const struct sockaddr *)&w->addr, w->alen);
+                free(w);
+                handed = true;
+            }
+            p = nx;
+        }
     }
+    waiting.all_short = waiting.n && waiting.all_tokens < 1;
 }
 
 static void waiters_drop_all(void)
@@ -1246,6 +1356,9 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
     pending.max = rc->max_pending;
     pending.timeout_ms = (int64_t)rc->handshake_timeout_s * 1000;
     waiting.per_s = rc->handshakes_per_s;
+    waiting.all_per_s = rc->handshakes_total_per_s;
+    waiting.all_tokens = 2 * waiting.all_per_s;
+    waiting.all_refilled_ms = now_ms();
     static char *trust; /* libmicrohttpd keeps the pointer: a copy of its own, for its lifetime */
     if (!trust)
         trust = xstrdup(tls_ca_pem());
@@ -1280,8 +1393,9 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
         if (loop_add(&sv->listen) < 0)
             return jerr_sys(e, "watch the TLS listener on %s", sv->addr);
         log_info("remote: listening on %s (TLS 1.3, client certificates of %s/ca.pem; at most %u handshakes a second "
-                 "from one address, %u at once)",
-                 rc->listen[i], rc->pki_dir, (unsigned)rc->handshakes_per_s, 2 * (unsigned)rc->handshakes_per_s);
+                 "from one address, %u at once; %u a second from all together, %u at once)",
+                 rc->listen[i], rc->pki_dir, (unsigned)rc->handshakes_per_s, 2 * (unsigned)rc->handshakes_per_s,
+                 (unsigned)rc->handshakes_total_per_s, 2 * (unsigned)rc->handshakes_total_per_s);
     }
     return 0;
 }

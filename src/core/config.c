@@ -81,6 +81,7 @@ void config_defaults(config *c)
     c->remote.handshake_timeout_s = 10;
     c->remote.max_pending = 256;
     c->remote.handshakes_per_s = 20;
+    c->remote.handshakes_total_per_s = 100;
     c->runtimes_cache_keep = 4;
     c->runtimes_build_timeout_s = 3600;
     c->runtimes_max_import_bytes = 16ull << 30;
@@ -215,6 +216,7 @@ static const key keys[] = {
     U64("remote.handshake_timeout_s", remote.handshake_timeout_s, 1, 300),
     U64("remote.max_pending", remote.max_pending, 16, 100000),
     U64("remote.handshakes_per_s", remote.handshakes_per_s, 1, 100000),
+    U64("remote.handshakes_total_per_s", remote.handshakes_total_per_s, 1, 100000),
     STR("network.bridge_cidr", net_bridge_cidr),
     STR("network.isolated_cidr", net_isolated_cidr),
     STR("network.user_pool", net_user_pool),

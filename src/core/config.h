@@ -43,6 +43,8 @@ typedef struct remote_config {
                                          * request, at once; past it the oldest is closed */
     uint32_t handshakes_per_s;          /* remote.handshakes_per_s: new connections one address (an
                                          * IPv6 /64) is handed over a second, twice as many at once */
+    uint32_t handshakes_total_per_s;    /* remote.handshakes_total_per_s: the same for all addresses
+                                         * together */
 } remote_config;
 
 /* Every key is optional; these are the embedded defaults (docs/config.md). */

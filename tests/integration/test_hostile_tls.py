@@ -232,6 +232,96 @@ def test_one_address_opening_connections_as_fast_as_it_can_gets_handshakes_at_it
         r.close()
 
 
+def test_many_addresses_together_get_handshakes_at_the_total_pace():
+    """Each address has its own pace (remote.handshakes_per_s), but anyone on this machine has all
+    of 127.0.0.0/8, and an IPv6 network many /64s: 180 addresses each at the default pace of 20
+    kept joblet's loop on handshakes, a whole CPU (1,400 a second, 0.7 ms each).
+    remote.handshakes_total_per_s (10 here, 20 at once) bounds all of them together: 40 addresses
+    opening connections as fast as they can get no more handshakes than that pace allows, counted
+    (a slow machine gets fewer, never more); then, with as many silent connections waiting as
+    joblet keeps (remote.max_pending: 32) from 16 addresses, which keep opening more, a person's
+    request from another address still gets its turn: the sources take turns, and a full list
+    gives up the oldest of the source with the most waiting, not the person's one, though it is
+    soon the oldest of all; the log says why they waited."""
+    import threading
+    r = Remote(extra="  handshake_timeout_s: 30\n  max_pending: 32\n", pace=1000, total=10)
+    stop, lock, done = time.monotonic() + 4, threading.Lock(), []
+
+    def flood(k):
+        i = 0
+        while time.monotonic() < stop:
+            a = f"127.0.3.{1 + k * 10 + i % 10}"
+            i += 1
+            try:
+                raw = socket.create_connection(("127.0.0.1", r.port), timeout=30, source_address=(a, 0))
+                raw.settimeout(max(0.1, stop - time.monotonic()))
+                s = r.ctx(None).wrap_socket(raw, server_hostname="127.0.0.1")   # no certificate needed
+                with lock:
+                    done.append(time.monotonic())
+                s.close()
+            except (OSError, ssl.SSLError):
+                raw.close()
+
+    held = []
+    try:
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=flood, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.monotonic() - t0
+        print(f"\n40 addresses for {took:.1f} s: {len(done)} handshakes (the total's pace allows {20 + 10 * took:.0f})")
+        assert len(done) <= 20 + 10 * took + 2, (len(done), took)
+        assert "faster than remote.handshakes_total_per_s (10 a second, 20 at once)" in r.d.log()
+        # the list of those waiting kept full by 16 addresses, 2 or 3 silent connections each
+        # (below their share of 32, 4); the person's own connection joins it last
+        time.sleep(2.5)                           # the total's turns whole again: 20 go at once
+        for a in range(16):
+            for _ in range(4):
+                try:
+                    held.append(socket.create_connection(("127.0.0.1", r.port), timeout=10,
+                                                         source_address=(f"127.0.4.{1 + a}", 0)))
+                except OSError:
+                    pass
+        time.sleep(0.5)
+        got = []
+
+        def person():
+            try:
+                raw = socket.create_connection(("127.0.0.1", r.port), timeout=60, source_address=("127.0.5.1", 0))
+                s = r.ctx("developer").wrap_socket(raw, server_hostname="127.0.0.1")
+                s.sendall(b"GET /v1/whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                got.append(read_answer(s)[0])
+                s.close()
+            except (OSError, ssl.SSLError, ConnectionError) as e:
+                got.append(repr(e))
+
+        # and the 16 keep opening more while the person waits (each new one pushes out a
+        # connection of an address with the most waiting, not the person's, though it is soon
+        # the list's oldest)
+        t = threading.Thread(target=person)
+        t.start()
+        more = 0
+        while t.is_alive() and more < 16 * 100:
+            try:
+                held.append(socket.create_connection(("127.0.0.1", r.port), timeout=10,
+                                                     source_address=(f"127.0.4.{1 + more % 16}", 0)))
+            except OSError:
+                pass
+            more += 1
+            if more % 16 == 0:
+                time.sleep(0.2)
+        t.join()
+        print(f"{len(held)} silent connections from 16 addresses, {more} of them while the person waited; "
+              f"the person's request: {got}")
+        assert got == [200], got
+    finally:
+        for s in held:
+            s.close()
+        r.close()
+
+
 def daemon_fds(r):
     return len(os.listdir(f"/proc/{r.d.proc.pid}/fd"))
 

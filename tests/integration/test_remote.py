@@ -46,9 +46,10 @@ class Users:
 class Remote:
     """A daemon with a TLS listener on 127.0.0.1, its PKI, and one certificate per role."""
 
-    def __init__(self, extra="", pace=1000):
-        """pace: remote.handshakes_per_s (joblet's default is 20; the tests that make hundreds of
-        connections from 127.0.0.1 in a row are about other things: test_hostile_tls paces)."""
+    def __init__(self, extra="", pace=1000, total=1000):
+        """pace: remote.handshakes_per_s, total: remote.handshakes_total_per_s (joblet's defaults
+        are 20 and 100; the tests that make hundreds of connections from 127.0.0.1 in a row are
+        about other things: test_hostile_tls paces)."""
         need_root()
         self.users = Users()
         tag = uuid.uuid4().hex[:5]
@@ -65,6 +66,7 @@ class Remote:
         self.person["boss"] = "Boss.Person"
         self.d = Daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n"
                         f"remote:\n  listen: [\"127.0.0.1:{self.port}\"]\n  pki_dir: PKI\n  handshakes_per_s: {pace}\n"
+                        f"  handshakes_total_per_s: {total}\n"
                         f"  users:\n    Boss.Person: {self.account['boss']}\n{extra}")
         self.pki = os.path.join(self.d.dir, "pki")
         self.keepers = Keepers(self.d.dir)
