@@ -62,3 +62,42 @@ def test_a_listing_looks_at_a_bounded_slice_a_turn(fresh_daemon):
     assert code == 200 and ans == {"jobs": []}, ans
     state, looked, _, _, _, most = walk_line(d, seen)
     assert state == "COMPLETED" and looked == KEPT + 1 and most <= SLICE_LOOKS
+
+
+ARRAYS = 2200        # arrays of root's kept: more than two slices' looks
+
+
+def test_a_waiting_states_listing_walks_the_arrays_a_slice_a_turn(fresh_daemon):
+    """A listing of a waiting state (?status=RUNNING, the poll of a client waiting for its jobs)
+    picks its jobs from the table's short lists, and walks the arrays kept a slice at a time: on
+    5209d68 it looked at every array kept at the request, in one piece, for each request, even one
+    of a user who has none (10,000 arrays kept, one user's 32 connections asking again and again
+    made another user's GET /v1/version 0.4 -> 3.8 ms, growing with the arrays kept)."""
+    d = fresh_daemon("limits:\n  max_queued_per_user: 0\n")
+    out = bulk_as(d, 0, [["POST", "/v1/jobs", {"command": "true", "array": "0-1", "hold": True}]] * (ARRAYS // 2))
+    assert all(code == 201 for code, _ in out), out[:3]
+    job = d.api("POST", "/v1/jobs", {"command": "true", "hold": True})
+    assert job[0] == 201, job
+    more = bulk_as(d, 0, [["POST", "/v1/jobs", {"command": "true", "array": "0-1", "hold": True}]] * (ARRAYS // 2))
+    assert all(code == 201 for code, _ in more), more[:3]
+    arrays = [o["id"] for _, o in out + more]
+
+    # a user who has none of them: an empty answer, the arrays looked at a slice at a time
+    for state in ("RUNNING", "HELD", "QUEUED"):
+        seen = len(d.log())
+        code, ans = api_as(d, HOG, "GET", f"/v1/jobs?status={state}")
+        assert code == 200 and ans == {"jobs": []}, ans
+        got, looked, narrays, picked, slices, most = walk_line(d, seen)
+        assert (got, narrays, picked) == (state, ARRAYS, 0), (got, narrays, picked)
+        assert most <= SLICE_LOOKS and slices >= ARRAYS // SLICE_LOOKS + 1, (slices, most)
+
+    # root's held: every array and the job, each once, in order
+    seen = len(d.log())
+    code, ans = d.api("GET", "/v1/jobs?status=HELD&fields=id", timeout=120)
+    ids = [j["id"] for j in ans["jobs"]]
+    assert code == 200 and ids == arrays[:ARRAYS // 2] + [job[1]["id"]] + arrays[ARRAYS // 2:], len(ids)
+    _, looked, narrays, picked, _, most = walk_line(d, seen)
+    assert (looked, narrays, picked) == (1, ARRAYS, ARRAYS + 1) and most <= SLICE_LOOKS, (looked, narrays, most)
+    # none runs
+    code, ans = d.api("GET", "/v1/jobs?status=RUNNING")
+    assert code == 200 and ans == {"jobs": []}, ans
