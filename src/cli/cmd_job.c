@@ -1180,6 +1180,10 @@ typedef struct list_sink {
 } list_sink;
 
 enum { LIST_OUT_FLUSH = 256 << 10 }; /* written in pieces of this: a terminal's stdout is line-buffered */
+/* One job of a listing (or an answer of another layout, held whole) is held up to this, as any
+ * answer is (client.c): a server whose item never ends is refused there, not read on until rnx
+ * has taken all the memory there is */
+#define LIST_ITEM_MAX (256u << 20)
 
 static void list_out_flush(list_sink *s)
 {
@@ -1269,7 +1273,7 @@ static int list_fetch(rnx_client *cl, const list_pick *p, list_sink *s)
     int rc = RNX_OK, got, waited = 0;
     json_items *ji;
     for (;;) {
-        ji = json_items_new("jobs", list_item, s);
+        ji = json_items_new("jobs", LIST_ITEM_MAX, list_item, s);
         got = client_stream_bytes(cl, path, "application/json", list_feed, ji, &e);
         if (got == 0 || !client_busy_again(cl, &e, &waited))
             break;
@@ -1280,6 +1284,9 @@ static int list_fetch(rnx_client *cl, const list_pick *p, list_sink *s)
         rc = rnx_fail("%s", s->why);
     } else if (got == 0 && !json_items_other(ji) && !json_items_done(ji)) {
         rc = rnx_fail("joblet's job list has no \"jobs\" array, or not a whole one");
+    } else if (got < 0 && e.code == ECANCELED && json_items_too_big(ji)) {
+        rc = rnx_fail("joblet's job list holds a job (or, laid out otherwise than joblet's, is an answer) larger "
+                      "than %u MB", LIST_ITEM_MAX >> 20);
     } else if (got < 0 && e.code == ECANCELED) {
         rc = rnx_fail("%s", s->why[0] ? s->why : "joblet's job list is not JSON");
     } else if (got < 0) {

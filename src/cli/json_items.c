@@ -18,13 +18,16 @@ struct json_items {
     bool in_str, esc;
     char *item;            /* the item's bytes so far (JI_ITEM), or the whole body (JI_OTHER) */
     size_t len, cap;
+    size_t max;            /* item's (or whole body's) bytes at most */
+    bool too_big;          /* refused for passing it */
     json_items_cb cb;
     void *ud;
 };
 
-json_items *json_items_new(const char *key, json_items_cb cb, void *ud)
+json_items *json_items_new(const char *key, size_t max, json_items_cb cb, void *ud)
 {
     json_items *ji = xcalloc(1, sizeof *ji);
+    ji->max = max;
     ji->plen = strlen(key) + 5; /* {"KEY":[ */
     ji->prefix = xmalloc(ji->plen + 1);
     snprintf(ji->prefix, ji->plen + 1, "{\"%s\":[", key);
@@ -45,6 +48,18 @@ void json_items_free(json_items *ji)
 bool json_items_done(const json_items *ji) { return ji->phase == JI_DONE; }
 
 bool json_items_other(const json_items *ji) { return ji->phase == JI_OTHER; }
+
+bool json_items_too_big(const json_items *ji) { return ji->too_big; }
+
+/* Whether n more bytes of the item (or whole body) pass max: then the body is refused. */
+static bool over(json_items *ji, size_t n)
+{
+    if (ji->len + n <= ji->max)
+        return false;
+    ji->phase = JI_BAD;
+    ji->too_big = true;
+    return true;
+}
 
 void json_items_append(char **p, size_t *len, size_t *cap, const char *s, size_t n)
 {
@@ -68,6 +83,8 @@ int json_items_feed(json_items *ji, const char *buf, size_t n)
     if (ji->phase == JI_BAD)
         return -1;
     if (ji->phase == JI_OTHER) {
+        if (over(ji, n))
+            return -1;
         json_items_append(&ji->item, &ji->len, &ji->cap, buf, n);
         return 0;
     }
@@ -78,6 +95,8 @@ int json_items_feed(json_items *ji, const char *buf, size_t n)
             if (c != ji->prefix[ji->matched]) {
                 /* another layout: the whole body is the caller's to parse */
                 ji->phase = JI_OTHER;
+                if (over(ji, ji->matched + n - i))
+                    return -1;
                 json_items_append(&ji->item, &ji->len, &ji->cap, ji->prefix, ji->matched);
                 json_items_append(&ji->item, &ji->len, &ji->cap, buf + i, n - i);
                 return 0;
@@ -125,6 +144,8 @@ int json_items_feed(json_items *ji, const char *buf, size_t n)
                     ji->depth--;
                 }
             }
+            if (over(ji, i - s))
+                return -1;
             json_items_append(&ji->item, &ji->len, &ji->cap, buf + s, i - s);
             if (ji->depth == 0) {
                 ji->phase = JI_BETWEEN;

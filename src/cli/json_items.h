@@ -16,8 +16,10 @@ typedef int (*json_items_cb)(const char *text, size_t len, void *ud);
 typedef struct json_items json_items;
 
 /* A reader of a body that is exactly {"KEY":[ITEM,...]} as joblet writes it (no space: jansson's
- * compact form), each ITEM an object or an array. */
-json_items *json_items_new(const char *key, json_items_cb cb, void *ud);
+ * compact form), each ITEM an object or an array. An item longer than max bytes (of another
+ * layout: a whole body longer than max) is refused (json_items_too_big): what is held of the
+ * answer stays bounded whatever the server sends. */
+json_items *json_items_new(const char *key, size_t max, json_items_cb cb, void *ud);
 /* The next n bytes of the body: 0, or -1 when they are not what the body must be (the callback's
  * -1 too). Once a body went wrong every later call returns -1. */
 int json_items_feed(json_items *ji, const char *buf, size_t n);
@@ -27,6 +29,8 @@ bool json_items_done(const json_items *ji);
 /* Whether the body is not of the shape streamed: its first bytes are not {"KEY":[ (an older or
  * other server's layout); the caller parses the whole instead. Known after 1 byte that differs. */
 bool json_items_other(const json_items *ji);
+/* Whether the body was refused for an item (or a whole body of another layout) over max. */
+bool json_items_too_big(const json_items *ji);
 /* That whole body (its bytes, 0-terminated), when json_items_other. */
 const char *json_items_whole(const json_items *ji, size_t *len);
 void json_items_free(json_items *ji);

@@ -365,3 +365,50 @@ def test_rnx_memory_bounded_by_a_job_not_the_list(tmp_path):
                 f"rnx job list {args}: {maxrss} KiB ({base} KiB listing none) for an answer of {answer} B"
     finally:
         dm.cleanup()
+
+
+class Endless(StandIn):
+    """A stand-in whose answer to every GET is one item that never ends (a string of 'x'),
+    up to SENT_MAX bytes, laid out as joblet's (other=False) or not: .sent counts what went."""
+
+    SENT_MAX = 400 << 20
+
+    def __init__(self, path, other):
+        self.other, self.sent = other, 0
+        super().__init__(None, path)
+
+    def serve(self, c):
+        with c:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                b = c.recv(1 << 16)
+                if not b:
+                    return
+                head += b
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                      b"Connection: close\r\n\r\n" % (2 * self.SENT_MAX))
+            piece = b"x" * (1 << 20)
+            try:
+                c.sendall(b'{ "jobs": [{"a": "' if self.other else b'{"jobs":[{"a":"')
+                while self.sent < self.SENT_MAX:
+                    c.sendall(piece)
+                    self.sent += len(piece)
+            except OSError:
+                pass
+
+
+@pytest.mark.parametrize("other", [False, True])
+def test_an_endless_item_is_refused_at_the_answer_bound(tmp_path, other):
+    """One item of a listing (or, of another layout, the whole answer) rnx holds at most 256 MB
+    of, as it held any answer: a server whose item never ends is refused there, naming the bound,
+    not read on until rnx has taken all the machine's memory."""
+    os.chmod(tmp_path, 0o755)
+    r = Endless(str(tmp_path / "endless.sock"), other)
+    try:
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--json"], capture_output=True, text=True,
+                           timeout=300, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path})
+        assert p.returncode == 1, (p.returncode, p.stderr)
+        assert "larger than 256 MB" in p.stderr, p.stderr
+        assert r.sent < Endless.SENT_MAX, r.sent
+    finally:
+        r.close()

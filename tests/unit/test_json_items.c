@@ -33,7 +33,7 @@ static int keep(const char *text, size_t len, void *ud)
 /* body fed in pieces of step bytes: json_items_feed's result (the first -1) */
 static int feed(const char *body, size_t step, got *g, json_items **out)
 {
-    json_items *ji = json_items_new("jobs", keep, g);
+    json_items *ji = json_items_new("jobs", 1 << 20, keep, g);
     int rc = 0;
     for (size_t i = 0, n = strlen(body); i < n && rc == 0; i += step)
         rc = json_items_feed(ji, body + i, n - i < step ? n - i : step);
@@ -110,6 +110,40 @@ static void test_other_layout_whole(void **st)
     }
 }
 
+/* An item of max bytes is taken, one of max + 1 refused (before more is held), whatever the
+ * pieces; a body of another layout the same as a whole. */
+static void test_item_bound(void **st)
+{
+    (void)st;
+    const char *body = "{\"jobs\":[{\"a\":\"0123456789\"},[1,2]]}"; /* the first item: 18 bytes */
+    for (size_t step = 1; step <= strlen(body); step++)
+        for (size_t max = 17; max <= 18; max++) {
+            got g = {0};
+            json_items *ji = json_items_new("jobs", max, keep, &g);
+            int rc = 0;
+            for (size_t i = 0, n = strlen(body); i < n && rc == 0; i += step)
+                rc = json_items_feed(ji, body + i, n - i < step ? n - i : step);
+            assert_int_equal(rc, max == 18 ? 0 : -1);
+            assert_int_equal(json_items_too_big(ji), max == 17);
+            assert_int_equal(json_items_done(ji), max == 18);
+            assert_int_equal(g.n, max == 18 ? 2 : 0);
+            json_items_free(ji);
+        }
+    const char *other = "{ \"jobs\": []}"; /* 13 bytes */
+    for (size_t step = 1; step <= strlen(other); step++)
+        for (size_t max = 12; max <= 13; max++) {
+            got g = {0};
+            json_items *ji = json_items_new("jobs", max, keep, &g);
+            int rc = 0;
+            for (size_t i = 0, n = strlen(other); i < n && rc == 0; i += step)
+                rc = json_items_feed(ji, other + i, n - i < step ? n - i : step);
+            assert_int_equal(rc, max == 13 ? 0 : -1);
+            assert_int_equal(json_items_too_big(ji), max == 12);
+            assert_int_equal(json_items_other(ji), max == 13);
+            json_items_free(ji);
+        }
+}
+
 static void test_indent_as_jansson(void **st)
 {
     (void)st;
@@ -150,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_items_in_any_pieces),
         cmocka_unit_test(test_shapes_refused_or_cut),
         cmocka_unit_test(test_other_layout_whole),
+        cmocka_unit_test(test_item_bound),
         cmocka_unit_test(test_indent_as_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
