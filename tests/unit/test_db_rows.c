@@ -258,6 +258,44 @@ static void test_rows_in_seq_order_with_their_usage(void **state)
     remove_dir(dir);
 }
 
+/* An empty table: count told 0, no row; rows whose table order leaves seq order only at the
+ * table's end (the last two swapped) still come in seq order. */
+static void test_rows_order_late_swap_and_empty(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_db_rows.XXXXXX", path[128];
+    jerr e = {0};
+    db *d = open_in(dir, path, sizeof path);
+    seen_order o = {.told = 99};
+    assert_int_equal(db_load_jobs(d, order_count, order_row, &o, &e), 0);
+    assert_int_equal(o.told, 0);
+    assert_int_equal(o.n, 0);
+    for (int i = 1; i <= 4; i++) {
+        db_job r = {.seq = (uint64_t)i, .state = JS_COMPLETED, .owner_uid = 1000, .uid = 1000, .gid = 1000,
+                    .created_ms = 1000 * i, .stopped_by = -1};
+        snprintf(r.id, sizeof r.id, "dddddddd-0000-4000-8000-00000000000%d", i);
+        assert_int_equal(jobreq_set_command(&r.req, "true", &e), 0);
+        assert_int_equal(db_insert_job(d, &r, &e), 0);
+        jobreq_free(&r.req);
+    }
+    assert_int_equal(db_flush(d, &e), 0);
+    db_close(d);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "UPDATE jobs SET rowid = 50 WHERE seq = 3;", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    d = db_open(path, &e);
+    assert_non_null(d);
+    o = (seen_order){0};
+    assert_int_equal(db_load_jobs(d, order_count, order_row, &o, &e), 0);
+    assert_int_equal(o.told, 4);
+    assert_int_equal(o.n, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(o.seq[i], i + 1);
+    db_close(d);
+    remove_dir(dir);
+}
+
 static void test_state_names(void **state)
 {
     (void)state;
@@ -323,6 +361,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_and_workflow_rows),
         cmocka_unit_test(test_rows_in_seq_order_with_their_usage),
+        cmocka_unit_test(test_rows_order_late_swap_and_empty),
         cmocka_unit_test(test_state_names),
         cmocka_unit_test(test_a_write_that_gave_up_on_a_lock_fails_its_turn),
     };
