@@ -1212,6 +1212,10 @@ static int list_item(const char *text, size_t len, void *ud)
     int rc = 0;
     if (s->fn) {
         rc = s->fn(job, s->ud);
+    } else if (!job && !json_items_valid(text, len)) {
+        /* printed as it came, not parsed: a malformed one is not passed on as JSON */
+        snprintf(s->why, sizeof s->why, "joblet's job list holds an item that is not JSON");
+        rc = -1;
     } else {
         json_items_append(&s->out, &s->len, &s->cap, s->n++ ? ",\n  " : "[\n  ", 4);
         json_items_indent(text, len, 1, &s->out, &s->len, &s->cap);

@@ -249,3 +249,144 @@ void json_items_indent(const char *t, size_t n, int depth, char **out, size_t *l
         }
     }
 }
+
+/* A string at t[*i] ('"'), its end past it into *i: its escapes as JSON has them, no control
+ * character in it. */
+static bool valid_string(const char *t, size_t *i, size_t n)
+{
+    size_t k = *i;
+    if (k >= n || t[k] != '"')
+        return false;
+    for (k++; k < n; k++) {
+        unsigned char c = (unsigned char)t[k];
+        if (c == '"') {
+            *i = k + 1;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c != '\\')
+            continue;
+        if (++k >= n)
+            return false;
+        if (t[k] == 'u') {
+            for (int h = 0; h < 4; h++)
+                if (++k >= n || !strchr("0123456789abcdefABCDEF", t[k]) || !t[k])
+                    return false;
+        } else if (!t[k] || !strchr("\"\\/bfnrt", t[k])) {
+            return false;
+        }
+    }
+    return false;
+}
+
+static size_t digits(const char *t, size_t i, size_t n)
+{
+    while (i < n && t[i] >= '0' && t[i] <= '9')
+        i++;
+    return i;
+}
+
+/* A number, true, false or null at t[*i], its end into *i. */
+static bool valid_scalar(const char *t, size_t *i, size_t n)
+{
+    static const char *const lits[] = {"true", "false", "null"};
+    size_t k = *i;
+    for (size_t l = 0; l < 3; l++) {
+        size_t len = strlen(lits[l]);
+        if (n - k >= len && !memcmp(t + k, lits[l], len)) {
+            *i = k + len;
+            return true;
+        }
+    }
+    if (k < n && t[k] == '-')
+        k++;
+    if (k < n && t[k] == '0')
+        k++;
+    else if (k < n && t[k] >= '1' && t[k] <= '9')
+        k = digits(t, k, n);
+    else
+        return false;
+    if (k < n && t[k] == '.') {
+        size_t f = digits(t, k + 1, n);
+        if (f == k + 1)
+            return false;
+        k = f;
+    }
+    if (k < n && (t[k] == 'e' || t[k] == 'E')) {
+        k++;
+        if (k < n && (t[k] == '+' || t[k] == '-'))
+            k++;
+        size_t x = digits(t, k, n);
+        if (x == k)
+            return false;
+        k = x;
+    }
+    *i = k;
+    return true;
+}
+
+/* An object's key and its ':' at t[*i], past them into *i. */
+static bool valid_key(const char *t, size_t *i, size_t n)
+{
+    if (!valid_string(t, i, n))
+        return false;
+    *i = skip_space(t, *i, n);
+    if (*i >= n || t[*i] != ':')
+        return false;
+    *i = skip_space(t, *i + 1, n);
+    return true;
+}
+
+bool json_items_valid(const char *t, size_t n)
+{
+    char *open = NULL; /* the containers the value at i is in, '{' or '[' each */
+    size_t depth = 0, cap = 0, i = skip_space(t, 0, n);
+    bool ok = false;
+    for (;;) {
+        /* a value at i */
+        if (i >= n)
+            break;
+        if (t[i] == '{' || t[i] == '[') {
+            char c = t[i];
+            i = skip_space(t, i + 1, n);
+            if (i < n && t[i] == (c == '{' ? '}' : ']')) {
+                i++;
+            } else {
+                if (depth == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    open = xrealloc(open, cap);
+                }
+                open[depth++] = c;
+                if (c == '{' && !valid_key(t, &i, n))
+                    break;
+                continue;
+            }
+        } else if (!(t[i] == '"' ? valid_string(t, &i, n) : valid_scalar(t, &i, n))) {
+            break;
+        }
+        /* after a value: its container's ',' or end, as many as end here */
+        bool next = false;
+        for (;;) {
+            i = skip_space(t, i, n);
+            if (!depth || i >= n)
+                break;
+            char top = open[depth - 1];
+            if (t[i] == ',') {
+                i = skip_space(t, i + 1, n);
+                next = top == '[' || valid_key(t, &i, n);
+                break;
+            }
+            if (t[i] != (top == '{' ? '}' : ']'))
+                break;
+            depth--;
+            i++;
+        }
+        if (!next) {
+            ok = !depth && i == n;
+            break;
+        }
+    }
+    free(open);
+    return ok;
+}

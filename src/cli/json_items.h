@@ -39,6 +39,10 @@ void json_items_free(json_items *ji);
  * xrealloc) as json_dumpf lays it out with JSON_INDENT(2), nested depth levels in (its first line
  * not indented: the caller's place). Strings, numbers and literals are copied as they are. */
 void json_items_indent(const char *text, size_t n, int depth, char **out, size_t *len, size_t *cap);
+/* Whether t[0..n) is one JSON value as RFC 8259 writes one (white space around it allowed; a
+ * string's bytes are not checked as UTF-8): an item printed as it came (json_items_indent) is
+ * not parsed, and a server's malformed one would be printed as if it were JSON. */
+bool json_items_valid(const char *t, size_t n);
 /* n bytes of s appended to *out (0-terminated after them), grown as json_items_indent grows it. */
 void json_items_append(char **out, size_t *len, size_t *cap, const char *s, size_t n);
 

@@ -412,3 +412,39 @@ def test_an_endless_item_is_refused_at_the_answer_bound(tmp_path, other):
         assert r.sent < Endless.SENT_MAX, r.sent
     finally:
         r.close()
+
+
+class Fixed(StandIn):
+    """A stand-in whose answer to every GET is BODY, laid out as joblet's."""
+
+    def __init__(self, path, body):
+        self.body = body
+        super().__init__(None, path)
+
+    def serve(self, c):
+        with c:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                b = c.recv(1 << 16)
+                if not b:
+                    return
+                head += b
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                      b"Connection: close\r\n\r\n%s" % (len(self.body), self.body))
+
+
+@pytest.mark.parametrize("item", [b'{"id" "x"}', b'{"a":1]', b'{"id":tru}', b'{"a":[1,]}', b'{"a":"\x01"}'])
+def test_json_a_malformed_item_is_not_printed_as_json(tmp_path, item):
+    """rnx job list --json prints each job as it came, not parsed: one that is not JSON is not
+    printed (it was, laid out as if it were, and rnx exited 0); what came before it is, and rnx
+    says why and exits 1, as for an answer cut short."""
+    os.chmod(tmp_path, 0o755)
+    r = Fixed(str(tmp_path / "bad.sock"), b'{"jobs":[{"id":"y"},' + item + b',{"id":"z"}]}\n')
+    try:
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--json"], capture_output=True, text=True,
+                           timeout=120, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path})
+        assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+        assert "not JSON" in p.stderr, p.stderr
+        assert p.stdout == '[\n  {\n    "id": "y"\n  }', p.stdout
+    finally:
+        r.close()

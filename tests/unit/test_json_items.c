@@ -144,6 +144,47 @@ static void test_item_bound(void **st)
         }
 }
 
+/* json_items_valid: what jansson takes as one value, and what it refuses, the same. */
+static void test_valid_as_jansson(void **st)
+{
+    (void)st;
+    const char *good[] = {
+        "{\"id\":\"a\",\"args\":[\"x y\",\"q\\\"]\\\\\",\"\\u00e9\\t\\/\\b\\f\\n\\r\"],\"env\":{},\"v\":[],\"n\":null}",
+        "{\"t\":true,\"f\":false,\"i\":-12,\"z\":0,\"r\":1.5e+300,\"s\":-0.25E-3,\"o\":{\"p\":{\"q\":[[],[{}],[1,2]]}}}",
+        "[]", "{}", "[[[]]]", " [ 1 , { \"a\" : [ ] } , \"s\" ]\n", "{\"a\":\"x]}{[,\\\"\\\\\",\"b\":[1,{}]}",
+        "\"\xc3\xa9\"", "0", "true",
+    };
+    const char *bad[] = {
+        "", " ", "{\"id\" \"x\"}", "{\"a\":1]", "[1}", "{\"id\":tru}", "[1,]", "{\"a\":1,}", "{,}", "[,1]",
+        "{\"a\":1}}", "{\"a\":1}x", "[1 2]", "{1:2}", "{\"a\"}", "{\"a\":}", "\"\x01\"", "\"\\q\"",
+        "\"\\u12g4\"", "\"\\u12\"", "\"abc", "01", "1.", "-", "1e", "1e+", ".5", "+1", "[", "{\"a\":[1,{\"b\":2]}",
+        "nul", "[true false]", "{\"a\":1 \"b\":2}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        json_t *v = json_loads(good[i], JSON_DECODE_ANY, NULL);
+        assert_non_null(v);
+        json_decref(v);
+        assert_true(json_items_valid(good[i], strlen(good[i])));
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *v = json_loads(bad[i], JSON_DECODE_ANY, NULL);
+        assert_null(v);
+        if (json_items_valid(bad[i], strlen(bad[i])))
+            fail_msg("taken as JSON: %s", bad[i]);
+    }
+    /* a value cut anywhere is not one (but where the cut leaves a whole number) */
+    const char *whole = good[0];
+    for (size_t n = 0; n < strlen(whole); n++)
+        assert_false(json_items_valid(whole, n));
+    /* deep nesting: its containers grown past the first 64 */
+    char deep[2001];
+    memset(deep, '[', 1000);
+    memset(deep + 1000, ']', 1000);
+    deep[2000] = '\0';
+    assert_true(json_items_valid(deep, 2000));
+    assert_false(json_items_valid(deep, 1999));
+}
+
 static void test_indent_as_jansson(void **st)
 {
     (void)st;
@@ -185,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_shapes_refused_or_cut),
         cmocka_unit_test(test_other_layout_whole),
         cmocka_unit_test(test_item_bound),
+        cmocka_unit_test(test_valid_as_jansson),
         cmocka_unit_test(test_indent_as_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
