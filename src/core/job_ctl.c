@@ -249,14 +249,15 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
     return 0;
 }
 
-/* An ended job retention.c may delete: ended before the bound, its array and workflow ended, no
+/* An ended job retention.c may delete: ended before the bound, its array and workflow ended (a
+ * task's workflow is its array's: a task has none of its own), no
  * job or array waiting names it, or its array, in its `after` (named), and nobody reads its log
  * (a follower: deleted under it, `rnx job log` of 30 MB read slowly ended at 0.5 MB, "run it
  * again", and again said no job). */
 static bool ended_whole_before(const job *j, int64_t before_ms, const depend_named *named)
 {
     return j->ended_ms > 0 && j->ended_ms < before_ms && !j->followers && (!j->array || arrays_ended(j->array)) &&
-           (!j->wf || workflow_ended(j->wf)) && !depend_named_has(named, j->seq) &&
+           (!j->wf || workflow_ended(j->wf)) && (!j->array || !j->array->wf || workflow_ended(j->array->wf)) && !depend_named_has(named, j->seq) &&
            (!j->array || !depend_named_has(named, j->array->seq));
 }
 

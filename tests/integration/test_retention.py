@@ -197,3 +197,22 @@ def test_keep_ended_s_is_checked(tmp_path):
         assert "jobs.keep_ended_s" in str(ex.value), str(ex.value)
     finally:
         dm.cleanup()
+
+
+def test_a_workflows_array_tasks_stay_until_the_workflow_ended(d):
+    """A workflow's array is one of its jobs: its tasks stay, as its other jobs do, until the
+    workflow ended (not once the array ended, while another job of the workflow runs)."""
+    wid = submit(d, "keep-sweep", job("sweep", "true", array="0-1"), job("long", "exec sleep 600"))["id"]
+
+    def entry(name):
+        return next(j for j in wf_get(d, wid)["jobs"] if j["name"] == name)
+    wait_for(lambda: entry("sweep")["status"] == "COMPLETED" and entry("long")["status"] == "RUNNING",
+             "the sweep ended, the long job running")
+    aid, long_id = entry("sweep")["job_id"], entry("long")["job_id"]
+    later = d.submit("true")
+    d.wait(later)
+    wait_for(lambda: gone(d, later), f"job {later} deleted")
+    assert status(d, f"{aid}_0") == "COMPLETED" and status(d, f"{aid}_1") == "COMPLETED"  # kept: the workflow runs
+    d.rnx("job", "stop", long_id, check=True)
+    wait_for(lambda: gone(d, f"{aid}_0") and gone(d, f"{aid}_1") and gone(d, long_id),
+             "the workflow's tasks and jobs deleted once it ended")
