@@ -533,6 +533,12 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
             return http_reply_json(r->conn, 200, o);
         }
         if (tasks->count == 1) {
+            bool made;
+            const job *tj = arrays_task(a, tasks->r[0].lo, &made);
+            if (made && !tj) /* (its job deleted: jobs.keep_ended_s, before its array goes) */
+                return http_reply_error(r->conn, (jerr_http(&e, 404, "no job %.8s_%u: task %u of array %s ended and "
+                                                                     "was deleted", a->id, tasks->r[0].lo,
+                                                            tasks->r[0].lo, a->id), &e));
             json_t *o = array_task_json(a, tasks->r[0].lo);
             if (query_true(r, "detail")) {
                 /* a task not made yet has no request or history of its own: the array's, said so */
