@@ -195,8 +195,8 @@ static void produce(lister *l, size_t max, size_t max_bytes, size_t looks, size_
             o = array_json(a);
             if (l->f.keys != JOB_JSON_ALL)
                 job_json_keep(o, l->f.keys);
-        } else if (j) {
-            job_launch_refresh(j);
+        } else if (j && matches(l, j, false)) {
+            job_launch_refresh(j);   /* (of a job the caller may see: it may read the shim's file) */
             o = matches(l, j, true) ? job_json_pick(j, l->f.keys) : NULL;
         }
         if (!o)
