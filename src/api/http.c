@@ -227,16 +227,18 @@ static pending_src *pending_src_get(const unsigned char key[16])
     return p;
 }
 
-static void src_refill(pending_src *p, int64_t now)
+/* A token bucket of per_s a second, twice as many at once, refilled up to now. */
+static void bucket_refill(double *tokens, int64_t *refilled_ms, double per_s, int64_t now)
 {
-    double full = 2 * waiting.per_s;
-    if (now > p->refilled_ms) {
-        p->tokens += (double)(now - p->refilled_ms) * waiting.per_s / 1000.0;
-        if (p->tokens > full)
-            p->tokens = full;
+    if (now > *refilled_ms) {
+        *tokens += (double)(now - *refilled_ms) * per_s / 1000.0;
+        if (*tokens > 2 * per_s)
+            *tokens = 2 * per_s;
     }
-    p->refilled_ms = now;
+    *refilled_ms = now;
 }
+
+static void src_refill(pending_src *p, int64_t now) { bucket_refill(&p->tokens, &p->refilled_ms, waiting.per_s, now); }
 
 /* A source nothing is left of (no connection pending or waiting, its turns whole again) is
  * forgotten: the table holds the places that opened connections in the last two seconds or so. */
@@ -355,13 +357,7 @@ static void pending_expire(int64_t now)
 /* The total's bucket (remote.handshakes_total_per_s, twice as many at once). */
 static void all_refill(int64_t now)
 {
-    double full = 2 * waiting.all_per_s;
-    if (now > waiting.all_refilled_ms) {
-        waiting.all_tokens += (double)(now - waiting.all_refilled_ms) * waiting.all_per_s / 1000.0;
-        if (waiting.all_tokens > full)
-            waiting.all_tokens = full;
-    }
-    waiting.all_refilled_ms = now;
+    bucket_refill(&waiting.all_tokens, &waiting.all_refilled_ms, waiting.all_per_s, now);
 }
 
 /* A source whose first connection waits joins the ring, last in its turn order. */
