@@ -177,26 +177,32 @@ static void kept_rows(job **v, size_t n)
         arrays_task_kept(v[i]);
 }
 
-/* Its row's delete committed: the job goes from memory and disk. */
-static void delete_rest(job *j)
+/* Their rows' delete committed: the jobs go from memory and disk, out of the table at once
+ * (jobs_remove_many: one compaction for a slice of them). */
+static void delete_rest(job **v, size_t n)
 {
-    char dir[700];
-    jobs_dir_of(j, dir, sizeof dir);
-    job_logs_detach(j);
-    job_term_wake(j); /* (an ended job's waiters heard at its end already) */
-    job_launch_forget(j);
-    job_events_forget(j->id);
-    workflow_forget_job(j);
-    arrays_forget_task(j);
-    networks_release(j); /* (given back at its end already, unless it is deleted before the settle step) */
-    statedisk_budget_release(j);
-    workfs_remove_later(j->owner_uid, dir); /* a large tree over the next turns */
-    char ev[80];
-    snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);
-    events_publish("job_deleted", j->owner_uid, ev);
-    jobs_remove(j);
-    job_free(j);
-    core.trim_at_ms = now_ms() + 1000;
+    for (size_t i = 0; i < n; i++) {
+        job *j = v[i];
+        char dir[700];
+        jobs_dir_of(j, dir, sizeof dir);
+        job_logs_detach(j);
+        job_term_wake(j); /* (an ended job's waiters heard at its end already) */
+        job_launch_forget(j);
+        job_events_forget(j->id);
+        workflow_forget_job(j);
+        arrays_forget_task(j);
+        networks_release(j); /* (given back at its end already, unless it is deleted before the settle step) */
+        statedisk_budget_release(j);
+        workfs_remove_later(j->owner_uid, dir); /* a large tree over the next turns */
+        char ev[80];
+        snprintf(ev, sizeof ev, "{\"id\":\"%s\"}", j->id);
+        events_publish("job_deleted", j->owner_uid, ev);
+    }
+    jobs_remove_many(v, n);
+    for (size_t i = 0; i < n; i++)
+        job_free(v[i]);
+    if (n)
+        core.trim_at_ms = now_ms() + 1000;
 }
 
 /* The delete is committed before anything else goes: a delete the database did not take
@@ -220,7 +226,7 @@ int job_ctl_delete(job *j, jerr *e)
         kept_rows(&j, 1);
         return -1;
     }
-    delete_rest(j);
+    delete_rest(&j, 1);
     return 0;
 }
 
@@ -244,8 +250,7 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
         kept_rows(v, n);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        delete_rest(v[i]);
+    delete_rest(v, n);
     return 0;
 }
 
@@ -306,8 +311,7 @@ int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max,
         free(gone);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        delete_rest(gone[i]);
+    delete_rest(gone, n);
     free(gone);
     *deleted = n;
     return 0;

@@ -178,26 +178,53 @@ void jobs_add(job *j)
     idindex_add_owned(&by_owner_name, j, j->id, j->name, (uint32_t)j->owner_uid, j->seq);
 }
 
-void jobs_remove(job *j)
+size_t jobs_seq_place(uint64_t seq) { return by_seq(seq); }
+
+void jobs_remove(job *j) { jobs_remove_many(&j, 1); }
+
+static int place_order(const void *x, const void *y)
 {
-    core.removed++;
-    if (j->idx_flags & IDX_KEPT)
-        count_as(j, 0, 0, 0);
-    ended_del(j);
-    state_forget_job(j);
-    for (size_t i = 0; i < core.nchanged; i++)
-        if (core.changed[i] == j) {
-            memmove(&core.changed[i], &core.changed[i + 1], (core.nchanged - i - 1) * sizeof *core.changed);
-            core.nchanged--;
-            break;
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+void jobs_remove_many(job **v, size_t n)
+{
+    size_t *at = n > 1 ? xcalloc(n, sizeof *at) : NULL, one, m = 0;
+    if (!at)
+        at = &one;
+    for (size_t k = 0; k < n; k++) {
+        job *j = v[k];
+        core.removed++;
+        if (j->idx_flags & IDX_KEPT)
+            count_as(j, 0, 0, 0);
+        ended_del(j);
+        state_forget_job(j);
+        for (size_t i = 0; i < core.nchanged; i++)
+            if (core.changed[i] == j) {
+                memmove(&core.changed[i], &core.changed[i + 1], (core.nchanged - i - 1) * sizeof *core.changed);
+                core.nchanged--;
+                break;
+            }
+        size_t i = by_seq(j->seq);
+        if (i < core.njobs && core.jobs[i] == j) {
+            idindex_del(&by_ref, j, j->id, j->name);
+            idindex_del_owned(&by_owner_name, j, j->id, j->name, (uint32_t)j->owner_uid);
+            at[m++] = i;
         }
-    size_t i = by_seq(j->seq);
-    if (i < core.njobs && core.jobs[i] == j) {
-        idindex_del(&by_ref, j, j->id, j->name);
-        idindex_del_owned(&by_owner_name, j, j->id, j->name, (uint32_t)j->owner_uid);
-        memmove(&core.jobs[i], &core.jobs[i + 1], (core.njobs - i - 1) * sizeof *core.jobs);
-        core.njobs--;
     }
+    /* one compaction: the runs between the places taken out move down, each once */
+    if (m > 1)
+        qsort(at, m, sizeof *at, place_order);
+    size_t to = m ? at[0] : 0;
+    for (size_t k = 0; k < m; k++) {
+        size_t from = at[k] + 1, end = k + 1 < m ? at[k + 1] : core.njobs;
+        memmove(&core.jobs[to], &core.jobs[from], (end - from) * sizeof *core.jobs);
+        to += end - from;
+    }
+    core.njobs -= m;
+    if (at != &one)
+        free(at);
 }
 
 void jobs_mark(job *j, unsigned settle)

@@ -39,8 +39,15 @@ job *jobs_by_seq(uint64_t seq);
 /* The job of the lowest seq at or after seq; NULL when none (a walk in seq order that the
  * table's changes between its steps do not upset: api/jobs_list.c). */
 job *jobs_from_seq(uint64_t seq);
+/* The place in core.jobs of the job of the lowest seq at or after seq (core.njobs when none): a
+ * walk in seq order that goes on from there in a later loop turn (core/retention.c) finds its
+ * place again by a binary search, whatever was added or removed between. */
+size_t jobs_seq_place(uint64_t seq);
 /* Out of the table and of the settle step's list; the caller frees it. */
 void jobs_remove(job *j);
+/* The same for n distinct jobs at once: the table compacted once (a slice of deletes costs one
+ * move of the jobs after the first of them, not one per job). */
+void jobs_remove_many(job **v, size_t n);
 /* A uid of the range jobs.uid_range_start gives out (root's jobs, gVisor sandboxes) that no
  * unfinished job holds, as its uid or its sandbox's: the first free one from the range's
  * place `from` on (modulo its size). Never the range's last when it has more than one (root's
