@@ -215,8 +215,15 @@ void depend_unlink(job *j)
     }
 }
 
+static uint64_t named_gen; /* links made: depend_named_gen */
+
+uint64_t depend_named_gen(void) { return named_gen; }
+
+/* (the one place a need is linked, after_seq's only writer but its zeroing: every job or array
+ * that comes to name another comes through here) */
 static void link_target(uint64_t *after_seq, size_t k, uint64_t waiter, target t)
 {
+    named_gen++;
     after_seq[k] = t.j ? t.j->seq : t.a ? t.a->seq : 0;
     if (t.j && !job_state_terminal(t.j->state))
         add_dependent(&t.j->dependents, &t.j->ndependents, &t.j->dependents_cap, waiter);
@@ -1147,10 +1154,12 @@ void depend_named_collect(depend_named *d)
     /* those linked again at a start (relink_job, relink_array): what still waits on them */
     size_t cap = 0;
     *d = (depend_named){0};
-    for (size_t i = 0; i < core.njobs; i++) {
-        const job *j = core.jobs[i];
-        if (relink_job(j) && j->req.nafter && !j->after_met)
-            named_add(d, &cap, j->after_seq, j->req.nafter);
+    for (int s = 0; s < 2; s++) { /* (relink_job: PENDING or HELD) */
+        size_t n;
+        job **w = jobs_in_state(s ? JS_HELD : JS_PENDING, &n);
+        for (size_t i = 0; i < n; i++)
+            if (relink_job(w[i]) && w[i]->req.nafter && !w[i]->after_met)
+                named_add(d, &cap, w[i]->after_seq, w[i]->req.nafter);
     }
     for (size_t i = 0; i < core.narrays; i++) {
         const jarray *a = core.arrays[i];
@@ -1240,6 +1249,7 @@ static bool names(const uint64_t *after_seq, size_t n, const job *j)
 void depend_requeued(job *j)
 {
     size_t n;
+    named_gen++; /* (no new need: the old ones told again; counted all the same) */
     for (int s = 0; s < 2; s++) {
         job **w = jobs_in_state(s ? JS_HELD : JS_PENDING, &n);
         for (size_t i = 0; i < n; i++)

@@ -111,7 +111,7 @@ bool depend_single_blocked(job *j);
  * job or array still waiting names in its `after` (not decided yet, held or not; an array's tasks
  * waiting task by task). Deleted, each would cancel its waiter ("it was deleted") though it went
  * as needed (Slurm never cancels a job for a dependency purged by MinJobAge). Sorted; one pass
- * over the jobs and arrays kept. */
+ * over the PENDING and HELD jobs (the table's lists of them: jobs_in_state) and the arrays kept. */
 typedef struct depend_named {
     uint64_t *seq;
     size_t n;
@@ -119,6 +119,11 @@ typedef struct depend_named {
 void depend_named_collect(depend_named *d);
 bool depend_named_has(const depend_named *d, uint64_t seq);
 void depend_named_free(depend_named *d);
+/* Counts the links made (a job or an array linked to what its `after` names: a submission, rnx
+ * job update --after, a requeue, the start's): a depend_named collected when it said g still
+ * holds every job and array named while it says g (it may hold some named no more: their waiter
+ * decided since). Retention keeps one across the turns of a pass while this stays. */
+uint64_t depend_named_gen(void);
 /* A PENDING job with `after` decided now (a held one released: its dependencies may have
  * ended while it was held; it is linked to them while held, restarts included). */
 void depend_decide(job *j);
