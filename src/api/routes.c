@@ -307,7 +307,7 @@ static enum MHD_Result delete_all(request *r)
     while (more) {
         jerr e = {0};
         size_t n = 0, quota = (size_t)loop_budget_take(&delete_budget, DELETE_SLICE);
-        if (quota && job_ctl_delete_ended(&r->who, 0, quota, &n, &more, &e) < 0)
+        if (quota && job_ctl_delete_ended(&r->who, NULL, quota, &n, &more, &e) < 0)
             return delete_all_stopped(r, &e);
         loop_budget_return(&delete_budget, quota - n);
         r->park->tally += n;

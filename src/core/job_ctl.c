@@ -266,7 +266,66 @@ static bool ended_whole_before(const job *j, int64_t before_ms, const depend_nam
            (!j->array || !depend_named_has(named, j->array->seq));
 }
 
-int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max, size_t *deleted, bool *more,
+/* Rows deleted in the open transaction (the slice's others undone with it when one fails). */
+static int delete_rows(job **gone, size_t n, job *j, jerr *e)
+{
+    if (delete_row(j, e) == 0)
+        return 0;
+    db_undo(core.db);
+    kept_rows(gone, n);
+    return -1;
+}
+
+/* retention's: from walk's cursor, at most max_looks jobs looked at */
+static int walk_rows(const caller *who, job_ctl_walk *w, job **gone, size_t max, size_t *n, bool *more, jerr *e)
+{
+    size_t k = jobs_seq_place(w->next_seq);
+    for (; k < core.njobs; k++) {
+        job *j = core.jobs[k];
+        if (w->looked == w->max_looks) {
+            *more = true; /* (the rest, from j, next turn) */
+            break;
+        }
+        w->looked++;
+        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state) ||
+            !ended_whole_before(j, w->ended_before_ms, w->named))
+            continue;
+        if (*n == max) {
+            *more = true; /* (j first, next turn) */
+            break;
+        }
+        if (delete_rows(gone, *n, j, e) < 0)
+            return -1;
+        gone[(*n)++] = j;
+        k = jobs_seq_place(j->seq); /* (settling what it owed may have changed the table) */
+    }
+    w->next_seq = k < core.njobs ? core.jobs[k]->seq : core.next_seq;
+    return 0;
+}
+
+/* rnx job delete-all's: from the end, every ended job */
+static int newest_rows(const caller *who, job **gone, size_t max, size_t *n, bool *more, jerr *e)
+{
+    /* (an index, not a count from the end: settling what a job owed may make jobs, an array's
+     * tasks, at the end) */
+    for (size_t i = core.njobs; i-- > 0;) {
+        job *j = core.jobs[i];
+        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state))
+            continue;
+        if (*n == max) {
+            *more = true;
+            break;
+        }
+        if (delete_rows(gone, *n, j, e) < 0)
+            return -1;
+        gone[(*n)++] = j;
+        if (i > core.njobs) /* settling what it owed ended no job, but look again from the end */
+            i = core.njobs;
+    }
+    return 0;
+}
+
+int job_ctl_delete_ended(const caller *who, job_ctl_walk *walk, size_t max, size_t *deleted, bool *more,
                          jerr *e)
 {
     /* the rows in one transaction, then the jobs once it is committed; a row that cannot be
@@ -274,38 +333,17 @@ int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max,
     size_t n = 0;
     *deleted = 0;
     *more = false;
+    if (walk)
+        walk->looked = 0;
     settle(); /* what the ended jobs still owe, first: not in the middle of the slice */
     if (db_mark(core.db, e) < 0)
         return -1;
     job **gone = xcalloc((max < core.njobs ? max : core.njobs) + 1, sizeof *gone);
-    bool oldest_first = ended_before_ms > 0;
-    depend_named named = {0};
-    if (oldest_first)
-        depend_named_collect(&named);
-    /* (an index, not a count from the end: settling what a job owed may make jobs, an array's
-     * tasks, at the end) */
-    for (size_t k = 0, i = core.njobs; oldest_first ? k < core.njobs : i-- > 0; k++) {
-        job *j = core.jobs[oldest_first ? k : i];
-        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state) ||
-            (oldest_first && !ended_whole_before(j, ended_before_ms, &named)))
-            continue;
-        if (n == max) {
-            *more = true;
-            break;
-        }
-        if (delete_row(j, e) < 0) {
-            db_undo(core.db);
-            kept_rows(gone, n);
-            free(gone);
-            depend_named_free(&named);
-            return -1;
-        }
-        gone[n++] = j;
-        if (i > core.njobs) /* settling what it owed ended no job, but look again from the end */
-            i = core.njobs;
+    if ((walk ? walk_rows(who, walk, gone, max, &n, more, e) : newest_rows(who, gone, max, &n, more, e)) < 0) {
+        free(gone);
+        return -1;
     }
     db_keep(core.db);
-    depend_named_free(&named);
     if (n && commit_delete(e) < 0) {
         kept_rows(gone, n);
         free(gone);

@@ -29,12 +29,26 @@ int job_ctl_delete(job *j, jerr *e);
 /* These ended jobs (409 if one is not), their rows in one commit, then gone as job_ctl_delete's;
  * freed. */
 int job_ctl_delete_many(job **v, size_t n, jerr *e);
+/* retention.c's walk of the ended jobs (job_ctl_delete_ended), in seq order (submission order,
+ * not the order they ended in) from a cursor it keeps across loop turns: a turn goes on after the
+ * last job the turn before looked at, and looks at max_looks jobs at most, so that jobs kept
+ * ahead of those due (running, waiting, an array's or a workflow's still going, named by a
+ * waiter, followed, or not due yet) cost each turn nothing more than those it looks at. */
+struct depend_named;
+typedef struct job_ctl_walk {
+    int64_t ended_before_ms;          /* only jobs that ended before it */
+    const struct depend_named *named; /* kept: the jobs and arrays a waiter names (depend.h) */
+    uint64_t next_seq;   /* in: from the job of the lowest seq at or after it; out: where the next turn goes on */
+    size_t max_looks;    /* jobs looked at, at most */
+    size_t looked;       /* out: jobs looked at */
+} job_ctl_walk;
 /* Ended jobs the caller may see (root: all), at most max of them, their rows in one commit:
- * *deleted says how many, *more whether some are left; -1 (none of these deleted) when a row or
- * the commit failed. ended_before_ms 0: every ended job, newest first (rnx job delete-all); else
- * oldest first, only jobs that ended before it whose array and workflow (if any) ended too
- * (retention.c: a sweep's or a pipeline's history goes whole, not task by task under it). */
-int job_ctl_delete_ended(const caller *who, int64_t ended_before_ms, size_t max, size_t *deleted, bool *more,
+ * *deleted says how many, *more whether some are left (or not looked at yet: max_looks); -1 (none
+ * of these deleted) when a row or the commit failed. walk NULL: every ended job, newest first (rnx
+ * job delete-all); else walk's, only jobs that ended before ended_before_ms whose array and
+ * workflow (if any) ended too (retention.c: a sweep's or a pipeline's history goes whole, not task
+ * by task under it). */
+int job_ctl_delete_ended(const caller *who, job_ctl_walk *walk, size_t max, size_t *deleted, bool *more,
                          jerr *e);
 
 /* Slurm's scontrol hold|release|update|suspend|resume|requeue (docs/batch.md). Each records an

@@ -3,7 +3,11 @@ after its end, as `rnx job delete` deletes it (row, directory, logs); a job stil
 an array's tasks stay until the whole array ended, a workflow's jobs until the workflow ended;
 an array with no job left, and a workflow with none, go too. Against the real daemon and rnx."""
 import os
+import re
+import sqlite3
 import subprocess
+import time
+import uuid
 
 import pytest
 
@@ -236,5 +240,69 @@ def test_a_deleted_task_is_not_said_to_be_queued(tmp_path):
         assert code == 404 and "was deleted" in t["error"]["message"], (code, t)
         p = dm.rnx("job", "status", f"{aid}_1")
         assert p.returncode != 0 and "was deleted" in p.stderr and "QUEUED" not in p.stdout, (p.stdout, p.stderr)
+    finally:
+        dm.cleanup()
+
+
+def test_a_pass_looks_at_the_jobs_kept_ahead_once_not_once_a_turn(tmp_path):
+    """10,000 jobs kept (HELD) ahead, by seq, of 500 due: a pass deletes the 500 in slices of 48 a
+    loop turn, each turn going on after the last job the turn before looked at, and looking at
+    4,096 jobs at most. Walked from the first job each turn, each of its 11 turns looked at the
+    10,000 again (and collected what waiters name, and moved the whole table once per job)."""
+    need_root()
+    held_n, due_n, looks_max = 10_000, 500, 4096
+    dm = Daemon("limits:\n  max_jobs_per_user: 0\n  max_queued_per_user: 0\n").start()
+    try:
+        held = dm.rnx("job", "run", "--hold", "sleep", "600", check=True).stdout.strip()
+        done = dm.submit("true")
+        dm.wait(done)
+        dm.stop()
+        # copies of the two rows, as months of history would leave them: the held ones first
+        db = sqlite3.connect(os.path.join(dm.state, "joblet.db"))
+        db.row_factory = sqlite3.Row
+        cols = [r[1] for r in db.execute("PRAGMA table_info(jobs)")]
+        seq = db.execute("SELECT max(seq) FROM (SELECT seq FROM jobs UNION ALL SELECT seq FROM arrays"
+                         " UNION ALL SELECT seq FROM workflows)").fetchone()[0] + 1
+        rows, dirs = [], []
+        long_ago = int(time.time() * 1000) - 86400 * 1000
+        for tpl, n in ((dict(db.execute("SELECT * FROM jobs WHERE id = ?", (held,)).fetchone()), held_n),
+                       (dict(db.execute("SELECT * FROM jobs WHERE id = ?", (done,)).fetchone()), due_n)):
+            for _ in range(n):
+                r = dict(tpl, id=str(uuid.uuid4()), seq=seq)
+                if r["ended_ms"]:
+                    r.update(created_ms=long_ago, joined_ms=long_ago, started_ms=long_ago + 1000,
+                             ended_ms=long_ago + 2000)
+                    if r.get("spec"):
+                        r["spec"] = r["spec"].replace(done, r["id"])
+                seq += 1
+                rows.append(tuple(r[c] for c in cols))
+                dirs.append(r["id"])
+        db.execute("BEGIN")
+        db.executemany(f"INSERT INTO jobs ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", rows)
+        db.commit()
+        db.close()
+        for jid in dirs:
+            os.makedirs(os.path.join(dm.state, "jobs", jid), mode=0o700, exist_ok=True)
+        with open(dm.config) as f:
+            text = f.read()
+        with open(dm.config, "w") as f:
+            f.write(text.replace("jobs:\n", "jobs:\n  keep_ended_s: 60\n", 1))
+        dm.start()
+        wait_for(lambda: f"jobs.keep_ended_s: {due_n} jobs deleted" in dm.log(), f"the {due_n} due jobs deleted",
+                 timeout=300)
+        turns = [(int(m.group(1)), int(m.group(2)), m.group(3)) for m in re.finditer(
+            r"jobs\.keep_ended_s: a turn looked at (\d+) jobs from seq \d+, deleted (\d+); (more next turn|the pass is done)",
+            dm.log())]
+        first_pass = turns[:next(i for i, t in enumerate(turns) if t[2] == "the pass is done") + 1]
+        looked = [t[0] for t in first_pass]
+        assert sum(t[1] for t in first_pass) == due_n, first_pass
+        assert max(looked) <= looks_max, first_pass
+        # each job once a pass (and the one a full slice stopped at, again the next turn)
+        assert sum(looked) <= held_n + due_n + 2 + len(first_pass), (sum(looked), first_pass)
+        assert len(first_pass) >= due_n // 48, first_pass
+        assert status(dm, held) == "HELD" and status(dm, done) == "COMPLETED"  # (not due: ended a moment ago)
+        text = dm.metrics_text()
+        assert f'joblet_jobs{{state="HELD"}} {held_n + 1}' in text, text   # the 10,000 kept
+        assert 'joblet_jobs{state="COMPLETED"} 1' in text, text
     finally:
         dm.cleanup()
