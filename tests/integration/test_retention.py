@@ -125,7 +125,7 @@ def ended_as(d, ref):
 
 def ended_one_later(d):
     """A job ended now and deleted by retention: every job ended before it was past its age in a
-    pass since (the passes go oldest first)."""
+    pass since (a pass walks the jobs in submission order: this one last)."""
     later = d.submit("true")
     d.wait(later)
     wait_for(lambda: gone(d, later), f"job {later} deleted")
