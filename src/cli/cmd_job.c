@@ -1192,6 +1192,8 @@ static void list_out_flush(list_sink *s)
     s->len = 0;
 }
 
+static void list_out_flush_cb(void *s) { list_out_flush(s); }
+
 /* One item of the answer's "jobs" (its text, as joblet sent it). */
 static int list_item(const char *text, size_t len, void *ud)
 {
@@ -1218,7 +1220,8 @@ static int list_item(const char *text, size_t len, void *ud)
         rc = -1;
     } else {
         json_items_append(&s->out, &s->len, &s->cap, s->n++ ? ",\n  " : "[\n  ", 4);
-        json_items_indent(text, len, 1, &s->out, &s->len, &s->cap);
+        /* written as it is laid out: one item's layout may be thousands of times its size */
+        json_items_indent_to(text, len, 1, &s->out, &s->len, &s->cap, LIST_OUT_FLUSH, list_out_flush_cb, s);
         if (s->len >= LIST_OUT_FLUSH)
             list_out_flush(s);
     }

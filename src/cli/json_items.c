@@ -206,7 +206,15 @@ static size_t skip_space(const char *t, size_t i, size_t n)
 
 void json_items_indent(const char *t, size_t n, int depth, char **out, size_t *len, size_t *cap)
 {
+    json_items_indent_to(t, n, depth, out, len, cap, 0, NULL, NULL);
+}
+
+void json_items_indent_to(const char *t, size_t n, int depth, char **out, size_t *len, size_t *cap, size_t flush_at,
+                          void (*flush)(void *ud), void *ud)
+{
     for (size_t i = 0; i < n;) {
+        if (flush && *len >= flush_at)
+            flush(ud);
         char c = t[i];
         if (is_space(c)) {
             i++;
@@ -338,6 +346,11 @@ static bool valid_key(const char *t, size_t *i, size_t n)
     return true;
 }
 
+/* Containers nested deeper than this are not taken (jansson's JSON_PARSER_MAX_DEPTH: the parse
+ * rnx made of a whole answer refused them). Laid out, a value at depth N takes a line of 2N
+ * spaces: an item of 200,000 levels (400 KB) was 80 GB of text. */
+#define JSON_ITEMS_MAX_DEPTH 2048
+
 bool json_items_valid(const char *t, size_t n)
 {
     char *open = NULL; /* the containers the value at i is in, '{' or '[' each */
@@ -349,6 +362,8 @@ bool json_items_valid(const char *t, size_t n)
             break;
         if (t[i] == '{' || t[i] == '[') {
             char c = t[i];
+            if (depth >= JSON_ITEMS_MAX_DEPTH) /* (this one, empty or not, one level more) */
+                break;
             i = skip_space(t, i + 1, n);
             if (i < n && t[i] == (c == '{' ? '}' : ']')) {
                 i++;

@@ -39,9 +39,15 @@ void json_items_free(json_items *ji);
  * xrealloc) as json_dumpf lays it out with JSON_INDENT(2), nested depth levels in (its first line
  * not indented: the caller's place). Strings, numbers and literals are copied as they are. */
 void json_items_indent(const char *text, size_t n, int depth, char **out, size_t *len, size_t *cap);
+/* The same, flush(ud) called (to write *out and empty it) whenever *out holds flush_at bytes or
+ * more: a value's layout takes up to 1 + 2 x depth bytes for each of its own (a ',' 2,000 deep is
+ * a line of 4,000 spaces), so what is held of it stays bounded by flush_at, not by its size. */
+void json_items_indent_to(const char *text, size_t n, int depth, char **out, size_t *len, size_t *cap, size_t flush_at,
+                          void (*flush)(void *ud), void *ud);
 /* Whether t[0..n) is one JSON value as RFC 8259 writes one (white space around it allowed; a
- * string's bytes are not checked as UTF-8): an item printed as it came (json_items_indent) is
- * not parsed, and a server's malformed one would be printed as if it were JSON. */
+ * string's bytes are not checked as UTF-8; nested at most 2,048 deep, as jansson parses): an
+ * item printed as it came (json_items_indent) is not parsed, and a server's malformed one would
+ * be printed as if it were JSON. */
 bool json_items_valid(const char *t, size_t n);
 /* n bytes of s appended to *out (0-terminated after them), grown as json_items_indent grows it. */
 void json_items_append(char **out, size_t *len, size_t *cap, const char *s, size_t n);

@@ -448,3 +448,62 @@ def test_json_a_malformed_item_is_not_printed_as_json(tmp_path, item):
         assert p.stdout == '[\n  {\n    "id": "y"\n  }', p.stdout
     finally:
         r.close()
+
+
+def test_json_an_item_nested_deeper_than_jansson_takes_is_not_json(tmp_path):
+    """An item nested deeper than jansson parses (2,048 levels; print_json's parse of the whole
+    answer refused it) is not JSON to rnx either: laid out as it came, each level of N costs a
+    line of 2N spaces, so 3,000 levels (6 KB) were 18 MB printed, 200,000 (400 KB) 80 GB held."""
+    os.chmod(tmp_path, 0o755)
+    r = Fixed(str(tmp_path / "deep.sock"), b'{"jobs":[{"id":"y"},{"a":' + b"[" * 3000 + b"]" * 3000 + b'}]}\n')
+    try:
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--json"], capture_output=True, text=True,
+                           timeout=120, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path})
+        assert p.returncode == 1, (p.returncode, len(p.stdout), p.stderr)
+        assert "not JSON" in p.stderr, p.stderr
+        assert p.stdout == '[\n  {\n    "id": "y"\n  }', p.stdout[:200]
+    finally:
+        r.close()
+
+
+def rnx_list_json_maxrss(path, out):
+    """rnx job list --json of the stand-in at path into the file out: (exit code, stderr, its
+    peak memory in bytes, as wait4 says: it counts this process's at the fork too, so it is
+    compared with another run's made the same way)."""
+    with open(out, "wb") as f:
+        p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "list", "--json"], stdout=f,
+                             stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": path})
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = 0   # (reaped here)
+    return os.waitstatus_to_exitcode(status), err, ru.ru_maxrss * 1024
+
+
+def test_json_one_item_laid_out_large_is_written_as_it_is_laid_out(tmp_path):
+    """One job laid out takes up to 1 + 2 x depth bytes for each byte sent (a ',' at depth 2,000 is
+    a line of 4,000 spaces): rnx writes an item's layout as it makes it, not after holding the
+    whole of it (an item of 100 KB laid out in 208 MB held +165 MB of rnx's memory). Its peak
+    memory (wait4's maxrss) is measured against that of a listing of one small job."""
+    os.chmod(tmp_path, 0o755)
+    depth, zeros = 2000, 50000
+    item = b'{"a":' + b"[" * depth + b",".join([b"0"] * zeros) + b"]" * depth + b"}"
+    small = Fixed(str(tmp_path / "small.sock"), b'{"jobs":[{"id":"y"}]}\n')
+    r = Fixed(str(tmp_path / "wide.sock"), b'{"jobs":[' + item + b']}\n')
+    out = tmp_path / "out.json"
+    try:
+        rc, err, base = rnx_list_json_maxrss(small.path, out)
+        assert rc == 0, (rc, err)
+        rc, err, peak = rnx_list_json_maxrss(r.path, out)
+        size = os.path.getsize(out)
+        print(f"\nan item of {len(item)} bytes laid out in {size} bytes; rnx's peak memory {peak >> 20} MiB, "
+              f"{base >> 20} MiB for a small listing")
+        assert rc == 0, (rc, err)
+        assert size > 2 * depth * zeros, size
+        with open(out, "rb") as f:
+            f.seek(size - 3)
+            assert f.read() == b"\n]\n"
+        assert peak < base + (32 << 20), (peak, base, size)
+    finally:
+        out.unlink(missing_ok=True)
+        small.close()
+        r.close()

@@ -183,6 +183,20 @@ static void test_valid_as_jansson(void **st)
     deep[2000] = '\0';
     assert_true(json_items_valid(deep, 2000));
     assert_false(json_items_valid(deep, 1999));
+    /* nested as deep as jansson parses (JSON_PARSER_MAX_DEPTH), and one level more: not JSON (an
+     * item is laid out at 2 spaces a level, a line a value: 200,000 levels were 80 GB) */
+    for (size_t d = JSON_PARSER_MAX_DEPTH; d <= JSON_PARSER_MAX_DEPTH + 1; d++) {
+        char *t = malloc(2 * d + 1);
+        assert_non_null(t);
+        memset(t, '[', d);
+        memset(t + d, ']', d);
+        t[2 * d] = '\0';
+        json_t *v = json_loads(t, 0, NULL);
+        assert_int_equal(v != NULL, d == JSON_PARSER_MAX_DEPTH);
+        json_decref(v);
+        assert_int_equal(json_items_valid(t, 2 * d), d == JSON_PARSER_MAX_DEPTH);
+        free(t);
+    }
 }
 
 static void test_indent_as_jansson(void **st)
