@@ -474,6 +474,30 @@ static int check_share(const volume_req *rq, uid_t uid, uint64_t whole_mb, uint3
                   mb_text(bound > mine ? bound - mine : 0, d, sizeof d));
 }
 
+uint64_t volumes_promised_mb(dev_t dev)
+{
+    uint64_t promised = 0;
+    for (size_t i = 0; i < nvols; i++) {
+        if (vols[i]->type != VOLUME_FILESYSTEM)
+            continue;
+        char image[760];
+        struct stat st;
+        snprintf(image, sizeof image, "%s/image", vols[i]->dir);
+        if (stat(image, &st) < 0) {
+            /* not made yet (a creation under way): promised whole where volumes.dir is */
+            if (stat(vdir, &st) < 0 || st.st_dev != dev)
+                continue;
+            promised += vols[i]->size_mb;
+            continue;
+        }
+        if (st.st_dev != dev)
+            continue;
+        uint64_t have = (uint64_t)st.st_blocks * 512 >> 20;
+        promised += vols[i]->size_mb > have ? vols[i]->size_mb - have : 0;
+    }
+    return promised;
+}
+
 /* The bounds on one more volume of this size, for uid. Memory: the user's share
  * (volumes.memory_percent_per_user of the machine's memory), and half the machine's memory for
  * all memory volumes together. Filesystem: the user's share (volumes.disk_percent_per_user of
@@ -506,16 +530,8 @@ static int check_room(const volume_req *rq, uid_t uid, const earlier *x, jerr *e
     if (check_share(rq, uid, (uint64_t)sv.f_blocks * sv.f_frsize >> 20, core.cfg.volumes_disk_pct_per_user,
                     "volumes.disk_percent_per_user", "the disk under volumes.dir", x, e) < 0)
         return -1;
-    uint64_t free_mb = (uint64_t)sv.f_bavail * sv.f_frsize >> 20, promised = x->mb[VOLUME_FILESYSTEM];
-    for (size_t i = 0; i < nvols; i++) {
-        if (vols[i]->type != VOLUME_FILESYSTEM)
-            continue;
-        char image[760];
-        struct stat st;
-        snprintf(image, sizeof image, "%s/image", vols[i]->dir);
-        uint64_t have = stat(image, &st) == 0 ? (uint64_t)st.st_blocks * 512 >> 20 : 0;
-        promised += vols[i]->size_mb > have ? vols[i]->size_mb - have : 0;
-    }
+    uint64_t free_mb = (uint64_t)sv.f_bavail * sv.f_frsize >> 20;
+    uint64_t promised = x->mb[VOLUME_FILESYSTEM] + volumes_promised_mb(ds.st_dev);
     uint64_t work = workfs_promised_mb(ds.st_dev);
     promised += work;
     /* on the state filesystem, jobs.state_reserve is the database's: a volume filled to its size

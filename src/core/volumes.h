@@ -81,6 +81,10 @@ int volumes_type_parse(const char *s, enum volume_type *t);
  * size_mb); given: the size as the request had it ("0 MB", "'1.5'"). Returns -1. */
 int volumes_size_refused(enum volume_type t, const char *given, jerr *e);
 const char *volumes_state_name(enum volume_state s);
+/* What the filesystem volumes whose images are on the filesystem dev may still take as they
+ * fill, in MB (each is promised its whole size; one still being made, whole): a new /work image
+ * (workfs.h) is no larger than what that disk has left besides. */
+uint64_t volumes_promised_mb(dev_t dev);
 
 /* At start, before jobs are re-adopted: the directory, the database's volumes mounted again
  * (a filesystem volume that cannot be is UNAVAILABLE, with why; a memory volume whose tmpfs

@@ -35,6 +35,7 @@
 
 static char root[600];       /* <state>/work */
 static bool enforced;        /* jobs.work_quota is set and can be enforced here */
+static workfs_promised_fn others; /* the volumes' promises on a disk (workfs_init) */
 
 static void fs_paths(uid_t owner, char *mnt, size_t mlen, char *image, size_t ilen)
 {
@@ -44,8 +45,9 @@ static void fs_paths(uid_t owner, char *mnt, size_t mlen, char *image, size_t il
 
 static int check_image(const char *image, const char *mnt, jerr *e);
 
-int workfs_init(jerr *e)
+int workfs_init(workfs_promised_fn others_promised, jerr *e)
 {
+    others = others_promised;
     snprintf(root, sizeof root, "%s/work", core.cfg.state_dir);
     if (mkdir(root, 0700) < 0 && errno != EEXIST)
         return jerr_sys(e, "create %s", root);
@@ -238,6 +240,42 @@ static int repair(uid_t owner, const char *image, const char *mnt, jerr *e)
     return start_check(owner, image, mnt, e);
 }
 
+/* The size of a new owner's image: jobs.work_quota, no larger than the disk under it (a sparse
+ * image that could never fill), nor than what that disk can still promise: its free space less
+ * what the filesystem volumes' sparse images there may still take and jobs.state_reserve (the
+ * database's). Other owners' /work images are not counted: each is bounded, their sum is not
+ * (docs/hardening.md). Under WORKFS_MIN_MB, refused (507) saying so. */
+static int new_image_mb(uint64_t *mb, jerr *e)
+{
+    struct statvfs sv;
+    struct stat st;
+    if (statvfs(root, &sv) < 0 || stat(root, &st) < 0)
+        return jerr_sys(e, "statvfs %s", root);
+    uint64_t quota = core.cfg.work_quota >> 20, disk = (uint64_t)sv.f_blocks * sv.f_frsize >> 20;
+    uint64_t free_mb = (uint64_t)sv.f_bavail * sv.f_frsize >> 20, volumes = others ? others(st.st_dev) : 0;
+    uint64_t reserve = core.cfg.state_reserve >> 20, kept = volumes + reserve;
+    uint64_t room = free_mb > kept ? free_mb - kept : 0;
+    *mb = quota < disk ? quota : disk;
+    if (room < *mb) {
+        if (room < WORKFS_MIN_MB) {
+            return jerr_http(e, 507, "the disk under %s can promise no new /work image (%d MB at least): %llu MB "
+                                     "free, of which %llu MB are promised to the filesystem volumes' sparse images "
+                                     "there and %llu MB kept for joblet's database (jobs.state_reserve); a volume "
+                                     "removed (rnx volume remove NAME) makes room",
+                             root, WORKFS_MIN_MB, (unsigned long long)free_mb, (unsigned long long)volumes,
+                             (unsigned long long)reserve);
+        }
+        log_warn("a new /work filesystem: %llu MB, not the %llu of jobs.work_quota: what the disk under %s can promise "
+                 "(%llu MB free, %llu promised to filesystem volumes, %llu kept by jobs.state_reserve)",
+                 (unsigned long long)room, (unsigned long long)*mb, root, (unsigned long long)free_mb,
+                 (unsigned long long)volumes, (unsigned long long)reserve);
+        *mb = room;
+    }
+    if (*mb < WORKFS_MIN_MB)
+        *mb = WORKFS_MIN_MB;
+    return 0;
+}
+
 /* The owner's filesystem, mounted on mnt: made now if it is the first of the owner's jobs. */
 static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
 {
@@ -253,18 +291,16 @@ static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
     if (access(image, F_OK) == 0 && diskimg_has_errors(image))
         return start_check(owner, image, mnt, e);
     if (access(image, F_OK) < 0) {
-        /* no larger than the disk under it: a sparse image that could never fill */
-        uint64_t mb = core.cfg.work_quota >> 20;
-        struct statvfs sv;
-        if (statvfs(root, &sv) == 0 && (uint64_t)sv.f_blocks * sv.f_frsize >> 20 < mb)
-            mb = (uint64_t)sv.f_blocks * sv.f_frsize >> 20;
+        uint64_t mb = 0;
+        if (new_image_mb(&mb, e) < 0)
+            return -1;
         /* made and formatted under another name, then renamed: an image cut short (the machine
          * down during mke2fs) is never taken for one that mounts, which locked its owner out */
         char fresh[720];
         snprintf(fresh, sizeof fresh, "%s.new", image);
         int64_t t0 = mono_ns();
         unlink(fresh);
-        if (diskimg_create(fresh, mb < 16 ? 16 : mb, e) < 0)
+        if (diskimg_create(fresh, mb, e) < 0)
             return -1;
         if (format(fresh, mnt, e) < 0 || (rename(fresh, image) < 0 && jerr_sys(e, "rename %s", fresh) < 0)) {
             unlink(fresh);

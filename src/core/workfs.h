@@ -24,10 +24,20 @@
 
 #include "../common/err.h"
 
+/* What other sparse images on the filesystem dev may still take as they fill, in MB: the
+ * filesystem volumes' (volumes_promised_mb), handed in by the daemon's start (volumes.h counts
+ * this file's images in turn; neither includes the other). */
+typedef uint64_t (*workfs_promised_fn)(dev_t dev);
+
 /* Creates <state>/work and mounts the owners' filesystems that are not mounted (after a reboot);
  * says in the log when jobs.work_quota cannot be enforced here (no mke2fs, no loop devices), in
- * which case /work is unbounded, as jobs show it. */
-int workfs_init(jerr *e);
+ * which case /work is unbounded, as jobs show it. A new owner's image is jobs.work_quota, or
+ * less: what the state directory's disk has free less what `others` are promised there and
+ * jobs.state_reserve (refused, 507, under WORKFS_MIN_MB). */
+int workfs_init(workfs_promised_fn others, jerr *e);
+/* The smallest /work image made: a user's first job is refused (507) where the disk cannot
+ * promise this much. */
+#define WORKFS_MIN_MB 16
 
 /* Makes the /work of the job (or streamed upload) whose directory job_dir was just made, for
  * owner: on the owner's filesystem (made now if it is the owner's first) or in job_dir. Its

@@ -519,7 +519,7 @@ int main(int argc, char **argv)
         log_err("%s", e.msg);
         return 1;
     }
-    if (volumes_init(&e) < 0 || workfs_init(&e) < 0 || networks_init(&e) < 0) {
+    if (volumes_init(&e) < 0 || workfs_init(volumes_promised_mb, &e) < 0 || networks_init(&e) < 0) {
         log_err("%s", e.msg);
         return 1;
     }

@@ -452,3 +452,44 @@ def test_a_work_filesystem_the_kernel_made_read_only_is_checked_and_mounted_agai
     assert d.output(job["id"]) == "two\n"
     assert not os.statvfs(mnt).f_flag & os.ST_RDONLY
     assert "checked (e2fsck)" in d.log()
+
+
+# ---- a new /work image counts the volumes' promises -------------------------------------------
+
+def test_a_new_work_image_is_no_larger_than_what_the_volumes_left_of_the_disk(small_state):
+    """Volumes count the users' /work images' promises (finding 10); a user's first job made a
+    /work image of jobs.work_quota whatever the filesystem volumes on the same disk had been
+    promised, so the two together promised more than the disk held. A new image is now the quota
+    or what the disk can still promise (its free space less the volumes' promises and
+    jobs.state_reserve), and a first job where that is under 16 MB is refused (507) saying why."""
+    d = small_state("jobs:\n  state_reserve: 32MB\n  work_quota: 400MB\n"
+                    "volumes:\n  disk_percent_per_user: 100\n", size_mb=512)
+    d.start()
+    image = os.path.join(d.state, "work", f"{ALICE[0]}.img")
+    free_mb = os.statvfs(d.state).f_bavail * os.statvfs(d.state).f_frsize >> 20
+    # bob's volume takes all the disk can promise but a few MB
+    status, v = api_as(d, BOB, "POST", "/v1/volumes", {"name": "most", "size_mb": free_mb - 32 - 10})
+    assert status in (200, 201), (status, v)
+    status, ans = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
+    if status == 201:   # refused at its creation instead: the job says why
+        ans = {"error": {"message": d.wait(ans["id"]).get("error", "")}}
+    else:
+        assert status == 507, (status, ans)
+    msg = ans["error"]["message"]
+    assert "can promise no new /work image" in msg and "filesystem volumes" in msg, msg
+    assert not os.path.exists(image), "an image was made past what the disk can promise"
+    # a smaller volume leaves less than the quota: the image takes what is left, and works
+    assert api_as(d, BOB, "DELETE", "/v1/volumes/most")[0] == 200
+    status, v = api_as(d, BOB, "POST", "/v1/volumes", {"name": "half", "size_mb": 200})
+    assert status in (200, 201), (status, v)
+    free_mb = os.statvfs(d.state).f_bavail * os.statvfs(d.state).f_frsize >> 20
+    status, job = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "df -m /work | tail -n1"]})
+    assert status == 201, job
+    assert d.wait(job["id"])["status"] == "COMPLETED"
+    size_mb = os.stat(image).st_size >> 20
+    print(f"disk free {free_mb} MB, volume 200 MB promised, reserve 32 MB: /work image {size_mb} MB (quota 400)")
+    assert 16 <= size_mb < 400 and size_mb <= free_mb - 200 - 32 + 4, (size_mb, free_mb)
+    assert "not the 400 of jobs.work_quota" in d.log()
+    # and the volumes count it in turn: one more volume of the room the image took is refused
+    status, ans = api_as(d, BOB, "POST", "/v1/volumes", {"name": "more", "size_mb": free_mb - 200 - 32 - 8})
+    assert status in (400, 409, 429, 507) and "users' /work" in ans["error"]["message"], (status, ans)
