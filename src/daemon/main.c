@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -227,18 +228,23 @@ static struct {
     char text[512];
     size_t len;
     int64_t at_ns;
+    long faults;
 } start_phases;
 
 static void start_phase(const char *name)
 {
     int64_t now = mono_ns();
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     if (name && start_phases.len < sizeof start_phases.text) {
-        int n = snprintf(start_phases.text + start_phases.len, sizeof start_phases.text - start_phases.len, "%s%s %.1f",
-                         start_phases.len ? ", " : "", name, (double)(now - start_phases.at_ns) / 1e6);
+        int n = snprintf(start_phases.text + start_phases.len, sizeof start_phases.text - start_phases.len,
+                         "%s%s %.1f (%ldk faults)", start_phases.len ? ", " : "", name,
+                         (double)(now - start_phases.at_ns) / 1e6, (ru.ru_minflt - start_phases.faults) / 1000);
         if (n > 0)
             start_phases.len += (size_t)n;
     }
     start_phases.at_ns = now;
+    start_phases.faults = ru.ru_minflt;
 }
 
 static void load_count(size_t n, void *arg)
