@@ -258,8 +258,41 @@ void json_items_indent_to(const char *t, size_t n, int depth, char **out, size_t
     }
 }
 
+/* The bytes of one UTF-8 character at t[k] (c = t[k], 0x80 or more) as RFC 3629 has them, or 0:
+ * no overlong form, no surrogate (U+D800-DFFF), none past U+10FFFF, none cut short (jansson's
+ * utf8_check_full). */
+static size_t utf8_len(const char *t, size_t k, size_t n, unsigned char c)
+{
+    /* (the second byte's bounds: they alone rule out the overlong forms, the surrogates and
+     * what lies past U+10FFFF) */
+    unsigned char lo = 0x80, hi = 0xbf;
+    size_t len;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80;
+        hi = c == 0xed ? 0x9f : 0xbf;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        return 0; /* a continuation byte first, 0xc0-0xc1, 0xf5-0xff */
+    }
+    if (n - k < len)
+        return 0;
+    for (size_t b = 1; b < len; b++) {
+        unsigned char d = (unsigned char)t[k + b];
+        if (d < (b == 1 ? lo : 0x80) || d > (b == 1 ? hi : 0xbf))
+            return 0;
+    }
+    return len;
+}
+
 /* A string at t[*i] ('"'), its end past it into *i: its escapes as JSON has them, no control
- * character in it. */
+ * character in it, its bytes UTF-8 (RFC 8259 8.1; jansson refuses others, and rnx's parse of a
+ * whole answer did). */
 static bool valid_string(const char *t, size_t *i, size_t n)
 {
     size_t k = *i;
@@ -273,6 +306,13 @@ static bool valid_string(const char *t, size_t *i, size_t n)
         }
         if (c < 0x20)
             return false;
+        if (c >= 0x80) {
+            size_t len = utf8_len(t, k, n, c);
+            if (!len)
+                return false;
+            k += len - 1;
+            continue;
+        }
         if (c != '\\')
             continue;
         if (++k >= n)
@@ -351,10 +391,14 @@ static bool valid_key(const char *t, size_t *i, size_t n)
  * spaces: an item of 200,000 levels (400 KB) was 80 GB of text. */
 #define JSON_ITEMS_MAX_DEPTH 2048
 
-bool json_items_valid(const char *t, size_t n)
+bool json_items_valid(const char *t, size_t n) { return json_items_valid_at(t, n, 0); }
+
+bool json_items_valid_at(const char *t, size_t n, int at)
 {
     char *open = NULL; /* the containers the value at i is in, '{' or '[' each */
     size_t depth = 0, cap = 0, i = skip_space(t, 0, n);
+    /* (its own containers and those it is printed in) */
+    size_t max = at <= 0 ? JSON_ITEMS_MAX_DEPTH : at < JSON_ITEMS_MAX_DEPTH ? JSON_ITEMS_MAX_DEPTH - (size_t)at : 0;
     bool ok = false;
     for (;;) {
         /* a value at i */
@@ -362,7 +406,7 @@ bool json_items_valid(const char *t, size_t n)
             break;
         if (t[i] == '{' || t[i] == '[') {
             char c = t[i];
-            if (depth >= JSON_ITEMS_MAX_DEPTH) /* (this one, empty or not, one level more) */
+            if (depth >= max) /* (this one, empty or not, one level more) */
                 break;
             i = skip_space(t, i + 1, n);
             if (i < n && t[i] == (c == '{' ? '}' : ']')) {

@@ -49,6 +49,11 @@ void json_items_indent_to(const char *text, size_t n, int depth, char **out, siz
  * item printed as it came (json_items_indent) is not parsed, and a server's malformed one would
  * be printed as if it were JSON. */
 bool json_items_valid(const char *t, size_t n);
+/* The same for a value printed at nesting level at (json_items_indent's depth: rnx job list's
+ * items are 1, in the listing's array): its containers and those together at most 2,048 deep, so
+ * that what is printed is parsed (an item 2,048 deep made a listing 2,049 deep, which jansson
+ * refused). */
+bool json_items_valid_at(const char *t, size_t n, int at);
 /* n bytes of s appended to *out (0-terminated after them), grown as json_items_indent grows it. */
 void json_items_append(char **out, size_t *len, size_t *cap, const char *s, size_t n);
 

@@ -433,7 +433,9 @@ class Fixed(StandIn):
                       b"Connection: close\r\n\r\n%s" % (len(self.body), self.body))
 
 
-@pytest.mark.parametrize("item", [b'{"id" "x"}', b'{"a":1]', b'{"id":tru}', b'{"a":[1,]}', b'{"a":"\x01"}'])
+@pytest.mark.parametrize("item", [b'{"id" "x"}', b'{"a":1]', b'{"id":tru}', b'{"a":[1,]}', b'{"a":"\x01"}',
+                                  b'{"a":"\xff\xfe"}', b'{"a":"\xc0\xaf"}', b'{"a":"\xed\xa0\x80"}',
+                                  b'{"\xe2\x82":1}'])
 def test_json_a_malformed_item_is_not_printed_as_json(tmp_path, item):
     """rnx job list --json prints each job as it came, not parsed: one that is not JSON is not
     printed (it was, laid out as if it were, and rnx exited 0); what came before it is, and rnx
@@ -506,4 +508,38 @@ def test_json_one_item_laid_out_large_is_written_as_it_is_laid_out(tmp_path):
     finally:
         out.unlink(missing_ok=True)
         small.close()
+        r.close()
+
+
+def jansson_parses(text):
+    """Whether jansson (rnx's and joblet's JSON library; JSON_PARSER_MAX_DEPTH 2,048) parses text."""
+    import ctypes
+    lib = ctypes.CDLL("libjansson.so.4")
+    lib.json_loadb.restype = ctypes.c_void_p
+    lib.json_loadb.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+    lib.json_delete.argtypes = [ctypes.c_void_p]
+    v = lib.json_loadb(text, len(text), 0, ctypes.create_string_buffer(512))
+    # (refcount 1: json_decref is an inline function; json_delete frees it)
+    if v:
+        lib.json_delete(v)
+    return bool(v)
+
+
+@pytest.mark.parametrize("depth", [2046, 2047, 2048])
+def test_json_an_item_as_deep_as_jansson_takes_is_printed_as_jansson_parses_it(tmp_path, depth):
+    """An item is printed one level in, inside the listing's array: nested 2,048 deep (as deep as
+    jansson parses a value) the listing printed was 2,049 deep, and jansson refused rnx's own
+    output (exit 0). What rnx prints with exit 0 is what jansson parses; one deeper is not JSON."""
+    os.chmod(tmp_path, 0o755)
+    r = Fixed(str(tmp_path / "deep.sock"), b'{"jobs":[{"id":"y"},' + b"[" * depth + b"]" * depth + b']}\n')
+    try:
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--json"], capture_output=True,
+                           timeout=120, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path})
+        if p.returncode == 0:
+            assert jansson_parses(p.stdout), (depth, len(p.stdout), p.stderr)
+        else:
+            assert p.returncode == 1 and b"not JSON" in p.stderr, (p.returncode, p.stderr)
+            assert p.stdout == b'[\n  {\n    "id": "y"\n  }', p.stdout[:200]
+        assert p.returncode == (0 if depth < 2048 else 1), (depth, p.returncode, p.stderr)
+    finally:
         r.close()

@@ -199,6 +199,74 @@ static void test_valid_as_jansson(void **st)
     }
 }
 
+/* A string's bytes as jansson takes them: UTF-8 (RFC 3629: no overlong form, no surrogate, none
+ * past U+10FFFF, no sequence cut short); printed as they came, bytes that are not were not JSON
+ * (RFC 8259 8.1), where rnx's parse of the whole answer refused them. Each case against jansson,
+ * and 20,000 random strings of bytes around the bounds. */
+static void test_valid_utf8_as_jansson(void **st)
+{
+    (void)st;
+    const char *cases[] = {
+        "\"\xff\"", "\"\xfe\"", "\"\x80\"", "\"\xbf\"", "\"\xc0\xaf\"", "\"\xc1\xbf\"", "\"\xc2\"", "\"\xc2\x7f\"",
+        "\"\xe0\x80\xaf\"", "\"\xe0\x9f\xbf\"", "\"\xed\xa0\x80\"", "\"\xed\xbf\xbf\"", "\"\xe2\x82\"",
+        "\"\xf0\x8f\xbf\xbf\"", "\"\xf4\x90\x80\x80\"", "\"\xf5\x80\x80\x80\"", "\"\xf8\x88\x80\x80\x80\"",
+        "{\"id\":\"\xff\xfe\"}", "{\"\xff\":1}", "\"\xc2\x80\"", "\"\xdf\xbf\"", "\"\xe0\xa0\x80\"", "\"\xed\x9f\xbf\"",
+        "\"\xee\x80\x80\"", "\"\xef\xbf\xbf\"", "\"\xf0\x90\x80\x80\"", "\"\xf4\x8f\xbf\xbf\"", "\"\xe2\x82\xac\"",
+        "{\"id\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\"}",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *v = json_loads(cases[i], JSON_DECODE_ANY, NULL);
+        if (json_items_valid(cases[i], strlen(cases[i])) != (v != NULL))
+            fail_msg("case %zu: jansson %s, json_items_valid not", i, v ? "takes it" : "refuses it");
+        json_decref(v);
+    }
+    static const unsigned char pool[] = {'a', 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0,
+                                         0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff};
+    unsigned seed = 7;
+    for (int r = 0; r < 20000; r++) {
+        char t[16];
+        size_t n = 0;
+        t[n++] = '"';
+        for (int k = 1 + (int)(rand_r(&seed) % 6); k > 0; k--)
+            t[n++] = (char)pool[rand_r(&seed) % sizeof pool];
+        t[n++] = '"';
+        t[n] = '\0';
+        json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
+        if (json_items_valid(t, n) != (v != NULL)) {
+            char hex[64] = "";
+            for (size_t k = 0; k < n; k++)
+                snprintf(hex + 3 * k, sizeof hex - 3 * k, "%02x ", (unsigned char)t[k]);
+            fail_msg("%s: jansson %s, json_items_valid not", hex, v ? "takes it" : "refuses it");
+        }
+        json_decref(v);
+    }
+}
+
+/* An item printed one level in (rnx job list: inside the listing's array) is taken only as deep as
+ * jansson parses the listing printed: [ITEM] */
+static void test_valid_at_a_depth_as_jansson(void **st)
+{
+    (void)st;
+    for (size_t d = JSON_PARSER_MAX_DEPTH - 2; d <= JSON_PARSER_MAX_DEPTH; d++) {
+        char *t = malloc(2 * d + 3);
+        assert_non_null(t);
+        t[0] = '[';
+        memset(t + 1, '[', d);
+        memset(t + 1 + d, ']', d);
+        t[2 * d + 1] = ']';
+        t[2 * d + 2] = '\0';
+        json_t *v = json_loads(t, 0, NULL);
+        assert_int_equal(json_items_valid_at(t + 1, 2 * d, 1), v != NULL);
+        assert_int_equal(json_items_valid_at(t + 1, 2 * d, 1), d < JSON_PARSER_MAX_DEPTH);
+        assert_int_equal(json_items_valid_at(t + 1, 2 * d, 0), json_items_valid(t + 1, 2 * d));
+        assert_int_equal(json_items_valid_at(t + 1, 2 * d, 2), d < JSON_PARSER_MAX_DEPTH - 1);
+        json_decref(v);
+        free(t);
+    }
+    assert_false(json_items_valid_at("[]", 2, JSON_PARSER_MAX_DEPTH));
+    assert_true(json_items_valid_at("1", 1, JSON_PARSER_MAX_DEPTH));
+}
+
 static void test_indent_as_jansson(void **st)
 {
     (void)st;
@@ -241,6 +309,8 @@ int main(void)
         cmocka_unit_test(test_other_layout_whole),
         cmocka_unit_test(test_item_bound),
         cmocka_unit_test(test_valid_as_jansson),
+        cmocka_unit_test(test_valid_utf8_as_jansson),
+        cmocka_unit_test(test_valid_at_a_depth_as_jansson),
         cmocka_unit_test(test_indent_as_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
