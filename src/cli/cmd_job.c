@@ -1214,8 +1214,9 @@ static int list_item(const char *text, size_t len, void *ud)
     int rc = 0;
     if (s->fn) {
         rc = s->fn(job, s->ud);
-    } else if (!job && !json_items_valid_at(text, len, 1)) {
-        /* printed as it came, not parsed: a malformed one is not passed on as JSON */
+    } else if (!json_items_valid_at(text, len, 1)) {
+        /* printed as it came, not parsed: a malformed one is not passed on as JSON; nor one that
+         * jansson took alone (--name's parse) but not one level in, where it is printed */
         snprintf(s->why, sizeof s->why, "joblet's job list holds an item that is not JSON");
         rc = -1;
     } else {

@@ -525,21 +525,25 @@ def jansson_parses(text):
     return bool(v)
 
 
+@pytest.mark.parametrize("name", [False, True])
 @pytest.mark.parametrize("depth", [2046, 2047, 2048])
-def test_json_an_item_as_deep_as_jansson_takes_is_printed_as_jansson_parses_it(tmp_path, depth):
+def test_json_an_item_as_deep_as_jansson_takes_is_printed_as_jansson_parses_it(tmp_path, depth, name):
     """An item is printed one level in, inside the listing's array: nested 2,048 deep (as deep as
     jansson parses a value) the listing printed was 2,049 deep, and jansson refused rnx's own
-    output (exit 0). What rnx prints with exit 0 is what jansson parses; one deeper is not JSON."""
+    output (exit 0); with --name too, where the item was parsed (as deep as jansson takes it
+    alone) to see its name. What rnx prints with exit 0 is what jansson parses; one deeper is
+    not JSON."""
     os.chmod(tmp_path, 0o755)
-    r = Fixed(str(tmp_path / "deep.sock"), b'{"jobs":[{"id":"y"},' + b"[" * depth + b"]" * depth + b']}\n')
+    item = b'{"name":"y","a":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    r = Fixed(str(tmp_path / "deep.sock"), b'{"jobs":[{"id":"x","name":"y"},' + item + b']}\n')
     try:
-        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--json"], capture_output=True,
-                           timeout=120, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path})
+        p = subprocess.run([os.path.join(BUILD, "rnx"), "job", "list", "--json"] + (["--name", "y"] if name else []),
+                           capture_output=True, timeout=120, env={"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": r.path})
         if p.returncode == 0:
             assert jansson_parses(p.stdout), (depth, len(p.stdout), p.stderr)
         else:
             assert p.returncode == 1 and b"not JSON" in p.stderr, (p.returncode, p.stderr)
-            assert p.stdout == b'[\n  {\n    "id": "y"\n  }', p.stdout[:200]
+            assert p.stdout == b'[\n  {\n    "id": "x",\n    "name": "y"\n  }', p.stdout[:200]
         assert p.returncode == (0 if depth < 2048 else 1), (depth, p.returncode, p.stderr)
     finally:
         r.close()
