@@ -476,8 +476,9 @@ static int array_update(request *r, jarray *a, uint64_t *acted, jerr *e)
     json_decref(body);
     if (rc < 0)
         return -1;
-    if (has_throttle && (uint32_t)throttle != a->spec.throttle) {
-        arrayspec now = a->spec;
+    if (has_throttle && (uint32_t)throttle != a->spec->throttle) {
+        arrayspec now;
+        arrayspec_copy(&now, a->spec);
         now.throttle = (uint32_t)throttle;
         char text[2048];
         arrayspec_format(&now, true, text, sizeof text);
@@ -559,7 +560,7 @@ static enum MHD_Result one_array(request *r, jarray *a, const arrayspec *tasks, 
             if (j) {
                 json_array_append_new(list, job_json(j));
                 bytes += jobreq_bytes(&j->req) + 2048;
-            } else if (arrayspec_has(&a->spec, t) && !made) {
+            } else if (arrayspec_has(a->spec, t) && !made) {
                 json_array_append_new(list, array_task_json(a, t)); /* (its request is the array's) */
                 bytes += 512;
             }

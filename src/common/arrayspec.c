@@ -84,6 +84,20 @@ static uint64_t common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_
     return first < 0 ? 0 : (uint64_t)((hi1 < hi2 ? hi1 : hi2) - first) / (uint64_t)l + 1;
 }
 
+const arrayspec arrayspec_empty = {.n = 0};
+
+size_t arrayspec_size(size_t n) { return offsetof(arrayspec, r) + n * sizeof(arrayspec_range); }
+
+arrayspec *arrayspec_dup(const arrayspec *a)
+{
+    arrayspec *d = malloc(arrayspec_size(a->n));
+    if (d)
+        memcpy(d, a, arrayspec_size(a->n));
+    return d;
+}
+
+void arrayspec_copy(arrayspec *out, const arrayspec *a) { memcpy(out, a, arrayspec_size(a->n)); }
+
 int64_t arrayspec_first_common(int64_t lo1, int64_t s1, int64_t hi1, int64_t lo2, int64_t s2, int64_t hi2)
 {
     int64_t l;

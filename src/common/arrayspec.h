@@ -26,13 +26,27 @@ typedef struct arrayspec_range {
     uint32_t lo, hi, step;     /* lo, lo+step, ... up to hi (hi is one of them: normalised) */
 } arrayspec_range;
 
+/* A list: its ranges last, so that one kept for long can be a block of its header and its n
+ * ranges only (arrayspec_dup: 40 bytes for "0-99", where a whole one is 3 KB). Every function
+ * here reads r[0..n) only, so takes either; one kept so is never copied by value nor grows
+ * (arrayspec_copy makes a whole one of it to change). */
 typedef struct arrayspec {
-    arrayspec_range r[ARRAYSPEC_MAX_RANGES];
     size_t n;
     uint64_t count;            /* tasks in all */
     uint32_t min, max;         /* the lowest and highest task id */
     uint32_t throttle;         /* %N: at most N at once; 0 = no limit */
+    arrayspec_range r[ARRAYSPEC_MAX_RANGES];
 } arrayspec;
+
+/* The empty list (n 0): what a list kept as NULL reads as. */
+extern const arrayspec arrayspec_empty;
+/* The bytes a list of n ranges takes as a block of its own (arrayspec_dup). */
+size_t arrayspec_size(size_t n);
+/* A copy of a (whole or a block) as a block of its header and its ranges (arrayspec_size(a->n)),
+ * to free with free(); NULL when memory is out. */
+arrayspec *arrayspec_dup(const arrayspec *a);
+/* a (whole or a block) into the whole list out: its header and its n ranges. */
+void arrayspec_copy(arrayspec *out, const arrayspec *a);
 
 /* Reads a task list ("0-99%8"). field names the value in messages ("array"); throttle_ok: "%N"
  * is accepted (an array's spec) or not (a reference to some of its tasks). Refused: an empty or

@@ -156,8 +156,8 @@ static int64_t unmade_named(jarray *a, const arrayspec *tasks, uint32_t *out, je
         for (uint64_t k = 0, c = arrayspec_range_count(&tasks->r[q]); k < c; k++) {
             uint32_t t = tasks->r[q].lo + (uint32_t)k * tasks->r[q].step;
             bool made;
-            if (arrayspec_index(&a->spec, t) < 0 || (arrays_task(a, t, &made), made) ||
-                (a->skip.n && arrayspec_has(&a->skip, t)))
+            if (arrayspec_index(a->spec, t) < 0 || (arrays_task(a, t, &made), made) ||
+                arrayspec_has(arrays_skip(a), t))
                 continue;
             /* one that waits for its own task (--after=ARRAY:corr) waits as a task not made: made now,
              * it would wait for nothing, and run once released whatever its own task did */
@@ -246,9 +246,9 @@ int array_ctl_hold(jarray *a, const arrayspec *tasks, bool hold, const caller *w
         if (!hold && depend_tasks_by_task(a))
             return jerr_http(e, 409, "array %s: its tasks wait task by task for their own tasks (--after=ARRAY:corr): "
                                      "they are released only with the whole array (rnx job release %.8s)", a->id, a->id);
-        if ((!hold || a->released.n) && arrays_released_set(a, tasks, !hold, &apart, e) < 0)
+        if ((!hold || arrays_released(a)->n) && arrays_released_set(a, tasks, !hold, &apart, e) < 0)
             return -1;
-    } else if (a->held && !tasks && hold && a->released.n) {
+    } else if (a->held && !tasks && hold && arrays_released(a)->n) {
         uint64_t n = arrays_released_left(a, NULL, UINT64_MAX);
         if (arrays_set_held(a, true, by, e) < 0) /* (held as it was, by whom it was; none apart now) */
             return -1;
@@ -339,7 +339,7 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
         return -1;
     uint64_t task_fields = changed & ~(1ull << JR_ARRAY);
     char was[2048], what[512];
-    arrayspec_format(&a->spec, true, was, sizeof was);
+    arrayspec_format(a->spec, true, was, sizeof was);
     job_ctl_say_changes(&a->req, req, task_fields, what, sizeof what); /* (before arrays_update takes req) */
     if (arrays_update(a, req, e) < 0) /* the tasks made from now on */
         return -1;
@@ -366,7 +366,7 @@ int array_ctl_update(jarray *a, const caller *who, job_req *req, uint64_t change
         jobreq_free(&nr);
     }
     char now[2048];
-    arrayspec_format(&a->spec, true, now, sizeof now);
+    arrayspec_format(a->spec, true, now, sizeof now);
     job_event_array(a, JE_UPDATED, (int64_t)who->uid, "by uid %u: %s%s%s%s%s; %llu of its tasks made so far changed with it",
                     (unsigned)who->uid, strcmp(was, now) ? was : "", strcmp(was, now) ? " -> " : "",
                     strcmp(was, now) ? now : "", strcmp(was, now) && *what ? ", " : "", what,
@@ -508,7 +508,7 @@ int array_ctl_task_state(const jarray *a, uint32_t t)
         return (int)j->state;
     if (made)
         return ARRAY_CTL_DELETED;
-    if (arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t)))
+    if (arrays_canceled(a) || arrayspec_has(arrays_skip(a), t))
         return (int)JS_CANCELED;
     return (int)arrays_unmade_task_state(a, t); /* (one released from the array's whole hold: not HELD) */
 }

@@ -14,7 +14,7 @@
 /* Why its next task waits, in a few words (the scheduler's reason for that task). */
 static const char *wait_words(const jarray *a, char *buf, size_t len)
 {
-    if (a->held && a->released.n && arrays_released_left(a, NULL, 1)) {
+    if (a->held && arrays_released(a)->n && arrays_released_left(a, NULL, 1)) {
         char tasks[64];
         arrays_released_format(a, tasks, sizeof tasks);
         snprintf(buf, len, "held, but for its tasks %s released from the hold: they start as room comes", tasks);
@@ -24,8 +24,8 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
         return "held";
     if (!a->ix_unmade) /* none left to make (what the scheduler's pass last said of it is old) */
         return NULL;
-    if (a->spec.throttle && a->pass_runs >= a->spec.throttle) { /* (as the scheduler's last pass counted) */
-        snprintf(buf, len, "its %%%u: %u of its tasks run, the most it may at once", a->spec.throttle, a->pass_runs);
+    if (a->spec->throttle && a->pass_runs >= a->spec->throttle) { /* (as the scheduler's last pass counted) */
+        snprintf(buf, len, "its %%%u: %u of its tasks run, the most it may at once", a->spec->throttle, a->pass_runs);
         return buf;
     }
     const char *by_task = depend_tasks_describe(a, buf, len);
@@ -51,7 +51,7 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
 static void ref_of(const jarray *a, char *out, size_t len)
 {
     char spec[2048];
-    arrayspec_format(&a->spec, true, spec, sizeof spec);
+    arrayspec_format(a->spec, true, spec, sizeof spec);
     snprintf(out, len, "%.8s_[%s]", a->id, spec);
 }
 
@@ -84,7 +84,7 @@ json_t *array_json(const jarray *a)
         if (c.n[s])
             json_object_set_new(counts, job_state_name((enum job_state)s), json_integer((json_int_t)c.n[s]));
     char spec[2048], ref[2100];
-    arrayspec_format(&a->spec, true, spec, sizeof spec);
+    arrayspec_format(a->spec, true, spec, sizeof spec);
     ref_of(a, ref, sizeof ref);
     char words[200], deps[600];
     const char *why = array_why(a, words, sizeof words, deps, sizeof deps);
@@ -92,12 +92,12 @@ json_t *array_json(const jarray *a)
     for (size_t i = 0; i < a->req.nargs; i++)
         json_array_append_new(args, json_string(a->req.args[i]));
     json_t *arr = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:b,s:o,s:o}", "spec", spec, "ref", ref, "tasks",
-                            (json_int_t)a->spec.count, "throttle", (json_int_t)a->spec.throttle, "min",
-                            (json_int_t)a->spec.min, "max", (json_int_t)a->spec.max, "made", (json_int_t)(a->made + a->ahead.count),
+                            (json_int_t)a->spec->count, "throttle", (json_int_t)a->spec->throttle, "min",
+                            (json_int_t)a->spec->min, "max", (json_int_t)a->spec->max, "made", (json_int_t)(a->made + arrays_ahead(a)->count),
                             "counts", counts, "deleted", (json_int_t)c.deleted, "held", a->held, "canceled_by",
                             a->canceled_by >= 0 ? json_integer(a->canceled_by) : json_null(), "wait",
                             why ? json_string(why) : json_null());
-    if (a->held && a->released.n) { /* its tasks released from the hold one by one (made or not) */
+    if (a->held && arrays_released(a)->n) { /* its tasks released from the hold one by one (made or not) */
         char rel[1024];
         arrays_released_format(a, rel, sizeof rel);
         json_object_set_new(arr, "released", json_string(rel));
@@ -139,7 +139,7 @@ json_t *array_task_json(const jarray *a, uint32_t t)
 {
     char id[64];
     snprintf(id, sizeof id, "%.8s_%u", a->id, t);
-    bool canceled = arrays_canceled(a) || (a->skip.n && arrayspec_has(&a->skip, t));
+    bool canceled = arrays_canceled(a) || arrayspec_has(arrays_skip(a), t);
     /* what its array waits for (its --after, its --schedule, its hold, its %N): it was "as room
      * comes" whatever held it */
     char words[200], deps[600], reason[800];

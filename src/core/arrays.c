@@ -80,20 +80,57 @@ static struct aowner *owner_of(uid_t uid)
  * ahead of the cursor. O(ranges x their ranges), both bounded. */
 static uint64_t skip_left(const jarray *a)
 {
-    return a->skip.n ? arrayspec_count_from(&a->spec, a->made, &a->skip) : 0;
+    return arrays_skip(a)->n ? arrayspec_count_from(a->spec, a->made, arrays_skip(a)) : 0;
 }
 
 static uint64_t ahead_left(const jarray *a)
 {
-    return a->ahead.n ? arrayspec_count_from(&a->spec, a->made, &a->ahead) : 0;
+    return arrays_ahead(a)->n ? arrayspec_count_from(a->spec, a->made, arrays_ahead(a)) : 0;
 }
 
 /* Its tasks not made yet and not canceled. */
 static uint64_t unmade_of(const jarray *a)
 {
-    if (arrays_canceled(a) || a->made >= a->spec.count)
+    if (arrays_canceled(a) || a->made >= a->spec->count)
         return 0;
-    return a->spec.count - a->made - skip_left(a) - ahead_left(a);
+    return a->spec->count - a->made - skip_left(a) - ahead_left(a);
+}
+
+/* ---- the lists an array keeps (arrays.h: skip, ahead, released): each a block sized to its
+ * ranges (arrayspec_dup), NULL when empty; changed on a whole copy (arrayspec_copy), then kept
+ * again ---- */
+
+/* *slot becomes a block of v (NULL when v is empty); what it held goes to *was when was is not
+ * NULL (list_back puts it back), else is freed. -1 with e (503: nothing changed) when memory is
+ * out. */
+static int list_set(arrayspec **slot, const arrayspec *v, arrayspec **was, jerr *e)
+{
+    arrayspec *kept = NULL;
+    if (v->n && !(kept = arrayspec_dup(v)))
+        return jerr_busy(e, "out of memory keeping an array's task list (%zu ranges); nothing changed", v->n);
+    if (was)
+        *was = *slot;
+    else
+        free(*slot);
+    *slot = kept;
+    return 0;
+}
+
+/* What list_set took out put back. */
+static void list_back(arrayspec **slot, arrayspec *was)
+{
+    free(*slot);
+    *slot = was;
+}
+
+/* A list's text (of field, as arrayspec_parse reads it) kept in *slot as list_set keeps it; NULL
+ * text: left as it is. */
+static int list_parse(arrayspec **slot, const char *text, const char *field, bool throttle_ok, jerr *e)
+{
+    arrayspec s;
+    if (!text)
+        return 0;
+    return arrayspec_parse(text, field, throttle_ok, &s, e) < 0 ? -1 : list_set(slot, &s, NULL, e);
 }
 
 /* ---- sets of task ids: skip and ahead (disjoint ranges, any step, in order of their first ids;
@@ -196,7 +233,7 @@ static int64_t ahead_block(const jarray *a, const arrayspec *other, const arrays
     if (lo > hi)
         return -1;
     int64_t best = -1;
-    const arrayspec *sets[3] = {&a->spec, other, s};
+    const arrayspec *sets[3] = {a->spec, other, s};
     for (size_t w = 0; w < 3; w++)
         for (size_t i = 0; sets[w] && i < sets[w]->n; i++) {
             const arrayspec_range *r = &sets[w]->r[i];
@@ -212,7 +249,7 @@ static int64_t ahead_block(const jarray *a, const arrayspec *other, const arrays
 /* The step of the list's range holding task t (1 for a single task). */
 static uint32_t task_step(const jarray *a, uint32_t t)
 {
-    const arrayspec_range *r = arrayspec_range_of(&a->spec, t);
+    const arrayspec_range *r = arrayspec_range_of(a->spec, t);
     return r && r->lo < r->hi ? r->step : 1;
 }
 
@@ -271,7 +308,7 @@ static bool ahead_where(const jarray *a, const arrayspec *other, const arrayspec
 static bool ahead_fits(const jarray *a, const arrayspec *s, uint32_t t)
 {
     ahead_join j;
-    return ahead_where(a, &a->skip, s, t, &j) || j.below >= 0 || j.above >= 0 || s->n < ARRAYSPEC_MAX_RANGES;
+    return ahead_where(a, arrays_skip(a), s, t, &j) || j.below >= 0 || j.above >= 0 || s->n < ARRAYSPEC_MAX_RANGES;
 }
 
 /* s's range i moved to its place in the order of first ids (its lo changed, or it is new). */
@@ -328,11 +365,11 @@ static bool ahead_add(const jarray *a, const arrayspec *other, arrayspec *s, uin
     return true;
 }
 
-/* t (the cursor's task) taken out of ahead, and with it what is left on either side of it in its
- * range when that holds no task: false, ahead unchanged, when the split needs one range too many. */
-static bool ahead_del(jarray *a, uint32_t t)
+/* t (the cursor's task) taken out of s (a whole copy of ahead), and with it what is left on either
+ * side of it in its range when that holds no task: false, s unchanged, when the split needs one
+ * range too many. */
+static bool ahead_del(const jarray *a, arrayspec *s, uint32_t t)
 {
-    arrayspec *s = &a->ahead;
     size_t i = 0;
     while (i < s->n && !(s->r[i].lo <= t && t <= s->r[i].hi && (t - s->r[i].lo) % s->r[i].step == 0))
         i++;
@@ -340,8 +377,8 @@ static bool ahead_del(jarray *a, uint32_t t)
         return true;
     arrayspec_range r = s->r[i];
     uint32_t k = r.step;
-    bool left = r.lo < t && ahead_block(a, &a->skip, NULL, r.lo, (int64_t)t - k, k, NULL) >= 0;
-    bool right = r.hi > t && ahead_block(a, &a->skip, NULL, (int64_t)t + k, r.hi, k, NULL) >= 0;
+    bool left = r.lo < t && ahead_block(a, arrays_skip(a), NULL, r.lo, (int64_t)t - k, k, NULL) >= 0;
+    bool right = r.hi > t && ahead_block(a, arrays_skip(a), NULL, (int64_t)t + k, r.hi, k, NULL) >= 0;
     if (left && right && s->n == ARRAYSPEC_MAX_RANGES)
         return false;
     s->count -= arrayspec_range_count(&r);
@@ -442,8 +479,8 @@ static void verify(const char *where)
         for (size_t k = 0; k < a->ntasks; k++)
             linked += a->tasks[k] != NULL;
         uint64_t u = arrays_canceled(a) ? 0
-                                        : a->spec.count - a->made - arrayspec_count_from(&a->spec, a->made, &a->skip) -
-                                              arrayspec_count_from(&a->spec, a->made, &a->ahead);
+                                        : a->spec->count - a->made - arrayspec_count_from(a->spec, a->made, arrays_skip(a)) -
+                                              arrayspec_count_from(a->spec, a->made, arrays_ahead(a));
         bool jl = !linked && arrays_ended(a);
         /* out of the list's order (ahead): never a task canceled before it was made; the made
          * tasks in the list's order, each one made (before the cursor, or ahead) */
@@ -456,19 +493,19 @@ static void verify(const char *where)
             const job *t = a->tasks[k];
             if (!t)
                 continue;
-            int64_t p = arrayspec_index(&a->spec, (uint32_t)t->array_task);
+            int64_t p = arrayspec_index(a->spec, (uint32_t)t->array_task);
             if (!what[0] && p != (int64_t)a->places[k])
                 snprintf(what, sizeof what, "array %s: task %lld's slot says place %u, its list %lld", a->id,
                          (long long)t->array_task, a->places[k], (long long)p);
             /* (and never counted canceled before it was made too: merge_skip) */
-            bool made = p >= 0 && ((uint64_t)p < a->made || arrayspec_has(&a->ahead, (uint32_t)t->array_task)) &&
-                        !arrayspec_has(&a->skip, (uint32_t)t->array_task);
+            bool made = p >= 0 && ((uint64_t)p < a->made || arrayspec_has(arrays_ahead(a), (uint32_t)t->array_task)) &&
+                        !arrayspec_has(arrays_skip(a), (uint32_t)t->array_task);
             if (p <= last || !made)
                 snprintf(what, sizeof what, "array %s: task %lld's job is out of the list's order or not counted made",
                          a->id, (long long)t->array_task);
             last = p;
         }
-        if (!what[0] && a->ahead.n && a->skip.n && arrayspec_count_from(&a->ahead, 0, &a->skip))
+        if (!what[0] && arrays_ahead(a)->n && arrays_skip(a)->n && arrayspec_count_from(arrays_ahead(a), 0, arrays_skip(a)))
             snprintf(what, sizeof what, "array %s: a task made ahead is counted canceled before it was made", a->id);
         if (linked != a->nlinked || u != a->ix_unmade || jl != a->ix_jobless)
             snprintf(what, sizeof what,
@@ -547,6 +584,10 @@ static void free_one(jarray *a)
         return;
     free(a->name);
     jobreq_free(&a->req);
+    free(a->spec);
+    free(a->skip);
+    free(a->ahead);
+    free(a->released);
     free(a->tasks);
     free(a->places);
     free(a->canceled_why);
@@ -579,7 +620,7 @@ static void drop(jarray *a)
 jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
 {
     jarray *a = xcalloc(1, sizeof *a);
-    if (arrayspec_parse(req->array, "array", true, &a->spec, e) < 0) {
+    if (list_parse(&a->spec, req->array, "array", true, e) < 0) {
         free(a);
         return NULL;
     }
@@ -604,9 +645,9 @@ jarray *arrays_create(job_req *req, uid_t uid, gid_t gid, jerr *e)
     add(a);
     state_want(WANT_SCHEDULE);
     char spec[2048];
-    arrayspec_format(&a->spec, true, spec, sizeof spec);
+    arrayspec_format(a->spec, true, spec, sizeof spec);
     log_info("array %s submitted by uid %u: %s, %llu tasks (%s)", a->id, (unsigned)uid, a->req.command,
-             (unsigned long long)a->spec.count, spec);
+             (unsigned long long)a->spec->count, spec);
     return a;
 }
 
@@ -653,13 +694,13 @@ uint64_t arrays_jobless(uid_t uid)
 uint32_t arrays_offer(const jarray *a, uint32_t runs)
 {
     /* (its tasks not made and not canceled, as counted at its last change) */
-    if ((a->held && !a->released.n) || a->waiting || arrays_canceled(a) || !a->ix_unmade)
+    if ((a->held && !arrays_released(a)->n) || a->waiting || arrays_canceled(a) || !a->ix_unmade)
         return 0;
     /* held: those released from the hold one by one only */
     uint64_t left = a->held ? arrays_released_left(a, NULL, ARRAYS_PER_PASS) : a->ix_unmade;
     uint64_t n = left < ARRAYS_PER_PASS ? left : ARRAYS_PER_PASS;
-    if (a->spec.throttle)
-        n = runs >= a->spec.throttle ? 0 : n < a->spec.throttle - runs ? n : a->spec.throttle - runs;
+    if (a->spec->throttle)
+        n = runs >= a->spec->throttle ? 0 : n < a->spec->throttle - runs ? n : a->spec->throttle - runs;
     return (uint32_t)n;
 }
 
@@ -669,22 +710,30 @@ int arrays_next(jarray *a, uint32_t *task)
         return -1;
     uint64_t was = a->made;
     int rc = -1;
-    while (a->made < a->spec.count) {
-        uint32_t t = arrayspec_task(&a->spec, a->made);
-        if (a->ahead.n && arrayspec_has(&a->ahead, t)) {
+    arrayspec ahead; /* (a whole copy, once the cursor meets a task made ahead) */
+    bool passed = false;
+    while (a->made < a->spec->count) {
+        uint32_t t = arrayspec_task(a->spec, a->made);
+        if (arrayspec_has(passed ? &ahead : arrays_ahead(a), t)) {
             /* made ahead: passed over, out of ahead when that fits (what stays there behind the
-             * cursor counts for nothing) */
-            ahead_del(a, t);
+             * cursor counts for nothing: kept as it was when memory is out) */
+            if (!passed)
+                arrayspec_copy(&ahead, arrays_ahead(a));
+            passed = true;
+            ahead_del(a, &ahead, t);
             a->made++;
             continue;
         }
-        if (!a->skip.n || !arrayspec_has(&a->skip, t)) {
+        if (!arrayspec_has(arrays_skip(a), t)) {
             *task = t;
             rc = 0;
             break;
         }
         a->made++; /* canceled before it was made: passed over (counted CANCELED) */
     }
+    jerr e = {0};
+    if (passed && list_set(&a->ahead, &ahead, NULL, &e) < 0)
+        log_debug("array %s: %s", a->id, e.msg);
     /* (saved with the next task made: the row's cursor and ahead as they were say the same) */
     if (a->made != was)
         changed(a); /* (its tasks not made are the same: those passed over were not counted) */
@@ -695,9 +744,9 @@ int arrays_next(jarray *a, uint32_t *task)
  * they were made or made ahead, one after the other: 0 when t is neither. O(ranges). */
 static uint64_t gone_run(const jarray *a, const arrayspec_range *r, uint32_t t, uint64_t room)
 {
-    const arrayspec_range *g = a->skip.n ? arrayspec_range_of(&a->skip, t) : NULL;
-    if (!g && a->ahead.n)
-        g = arrayspec_range_of(&a->ahead, t);
+    const arrayspec_range *g = arrays_skip(a)->n ? arrayspec_range_of(arrays_skip(a), t) : NULL;
+    if (!g && arrays_ahead(a)->n)
+        g = arrayspec_range_of(arrays_ahead(a), t);
     if (!g)
         return 0;
     /* (a range of ahead of another step holds t, not the next of r's tasks) */
@@ -717,10 +766,10 @@ uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
      * ranges with every task but two canceled cost 0.7 ms a look, at each scheduler pass */
     uint64_t k = a->made, end = a->made + 4096 + max, off = k;
     size_t i = 0;
-    while (i < a->spec.n && off >= arrayspec_range_count(&a->spec.r[i]))
-        off -= arrayspec_range_count(&a->spec.r[i++]);
-    while (i < a->spec.n && k < end && n < max) {
-        const arrayspec_range *r = &a->spec.r[i];
+    while (i < a->spec->n && off >= arrayspec_range_count(&a->spec->r[i]))
+        off -= arrayspec_range_count(&a->spec->r[i++]);
+    while (i < a->spec->n && k < end && n < max) {
+        const arrayspec_range *r = &a->spec->r[i];
         uint64_t c = arrayspec_range_count(r);
         if (off >= c) {
             i++;
@@ -740,9 +789,9 @@ uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
     if (core.cfg.log_level >= LOG_DEBUG && state_check_due(&checked_ns, 4096 + max)) {
         /* (the tests' level: the same as a look at every place, one by one) */
         uint32_t m = 0;
-        for (uint64_t p = a->made, stop = a->made + 4096 + max; p < a->spec.count && p < stop && m < max; p++) {
-            uint32_t t = arrayspec_task(&a->spec, p);
-            if ((!a->skip.n || !arrayspec_has(&a->skip, t)) && (!a->ahead.n || !arrayspec_has(&a->ahead, t)) &&
+        for (uint64_t p = a->made, stop = a->made + 4096 + max; p < a->spec->count && p < stop && m < max; p++) {
+            uint32_t t = arrayspec_task(a->spec, p);
+            if (!arrayspec_has(arrays_skip(a), t) && !arrayspec_has(arrays_ahead(a), t) &&
                 (m >= n || tasks[m++] != t)) {
                 log_err("array %s: its upcoming tasks differ from a look at each place (%u: %u)", a->id, m, t);
                 abort();
@@ -761,28 +810,28 @@ uint32_t arrays_upcoming(const jarray *a, uint32_t *tasks, uint32_t max)
 /* Whether t is still to make ahead of the cursor (at_cursor: or at it): not made, not canceled. */
 static bool still_to_make(const jarray *a, uint32_t t, bool at_cursor)
 {
-    int64_t k = arrayspec_index(&a->spec, t);
+    int64_t k = arrayspec_index(a->spec, t);
     return k >= 0 && ((uint64_t)k > a->made || (at_cursor && (uint64_t)k == a->made)) && !arrays_canceled(a) &&
-           !(a->skip.n && arrayspec_has(&a->skip, t)) && !(a->ahead.n && arrayspec_has(&a->ahead, t));
+           !arrayspec_has(arrays_skip(a), t) && !arrayspec_has(arrays_ahead(a), t);
 }
 
 bool arrays_ahead_ok(const jarray *a, uint32_t t)
 {
-    int64_t k = arrayspec_index(&a->spec, t);
-    return k >= 0 && ((uint64_t)k == a->made || ahead_fits(a, &a->ahead, t));
+    int64_t k = arrayspec_index(a->spec, t);
+    return k >= 0 && ((uint64_t)k == a->made || ahead_fits(a, arrays_ahead(a), t));
 }
 
 bool arrays_ahead_ok_all(const jarray *a, const uint32_t *ts, size_t n, uint32_t *bad)
 {
     arrayspec *ahead = xmalloc(sizeof *ahead); /* (a copy: ~3 KB) */
-    *ahead = a->ahead;
+    arrayspec_copy(ahead, arrays_ahead(a));
     uint64_t made = a->made;
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {
         /* as arrays_made: the cursor's task moves the cursor, another goes into ahead */
-        if (made < a->spec.count && arrayspec_task(&a->spec, made) == ts[i])
+        if (made < a->spec->count && arrayspec_task(a->spec, made) == ts[i])
             made++;
-        else if (!ahead_add(a, &a->skip, ahead, ts[i]))
+        else if (!ahead_add(a, arrays_skip(a), ahead, ts[i]))
             ok = false, *bad = ts[i];
     }
     free(ahead);
@@ -865,7 +914,7 @@ static uint64_t unmade_run(const jarray *a, const arrayspec_range *r, uint32_t t
 {
     uint64_t run = room;
     int64_t hi = (int64_t)t + (int64_t)(room - 1) * r->step;
-    const arrayspec *sets[2] = {&a->skip, &a->ahead};
+    const arrayspec *sets[2] = {arrays_skip(a), arrays_ahead(a)};
     for (size_t w = 0; w < 2; w++)
         for (size_t i = 0; i < sets[w]->n; i++) {
             const arrayspec_range *g = &sets[w]->r[i];
@@ -887,11 +936,11 @@ static void released_runs(const jarray *a, released_fn fn, void *ctx)
 {
     if (arrays_canceled(a))
         return;
-    for (size_t l = 0; l < a->released.n; l++) {
-        uint64_t p = a->released.r[l].lo > a->made ? a->released.r[l].lo : a->made, hi = a->released.r[l].hi;
-        while (p <= hi && p < a->spec.count) {
+    for (size_t l = 0; l < arrays_released(a)->n; l++) {
+        uint64_t p = arrays_released(a)->r[l].lo > a->made ? arrays_released(a)->r[l].lo : a->made, hi = arrays_released(a)->r[l].hi;
+        while (p <= hi && p < a->spec->count) {
             uint64_t off;
-            const arrayspec_range *r = &a->spec.r[range_at(&a->spec, p, &off)];
+            const arrayspec_range *r = &a->spec->r[range_at(a->spec, p, &off)];
             uint64_t room = arrayspec_range_count(r) - off;
             if (hi - p + 1 < room)
                 room = hi - p + 1;
@@ -955,7 +1004,7 @@ static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, ui
         return true;
     }
     uint32_t k = r->step, x = t, last = t + (uint32_t)(n - 1) * k;
-    bool added = ahead_add(m->a, &m->a->skip, s, x);
+    bool added = ahead_add(m->a, arrays_skip(m->a), s, x);
     for (uint32_t tries = 0; added && x != last; tries++) {
         if (tries > 2 * ARRAYSPEC_MAX_RANGES + 16) { /* (not seen: refused, as not kept) */
             added = false;
@@ -969,7 +1018,7 @@ static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, ui
         } else if (g->hi == x && last - x >= 2 * k && g->step == 1) {
             /* (3), bridging on step 1: each task u while u - k .. u + k holds no other task, no id of
              * skip's or of another range of ahead (none starts there to join) */
-            int64_t b = ahead_block(m->a, &m->a->skip, s, (int64_t)x + 1, (int64_t)last - 1, 1, r);
+            int64_t b = ahead_block(m->a, arrays_skip(m->a), s, (int64_t)x + 1, (int64_t)last - 1, 1, r);
             int64_t upto = b < 0 ? (int64_t)last - k : b - k;
             if (upto > (int64_t)last - k)
                 upto = (int64_t)last - k;
@@ -985,7 +1034,7 @@ static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, ui
             x = y;
         }
         x += k;
-        added = ahead_add(m->a, &m->a->skip, s, x);
+        added = ahead_add(m->a, arrays_skip(m->a), s, x);
     }
     if (!added) {
         m->ok = false;
@@ -997,7 +1046,7 @@ static bool released_sim_run(void *ctx, const arrayspec_range *r, uint64_t p, ui
 static bool released_fit(const jarray *a, uint32_t *bad)
 {
     struct released_sim m = {.a = a, .s = xmalloc(sizeof *m.s), .made = a->made, .ok = true};
-    *m.s = a->ahead;
+    arrayspec_copy(m.s, arrays_ahead(a));
     released_runs(a, released_sim_run, &m);
     free(m.s);
     *bad = m.bad;
@@ -1006,7 +1055,7 @@ static bool released_fit(const jarray *a, uint32_t *bad)
 
 int arrays_released_next(const jarray *a, uint32_t *t)
 {
-    if (!a->held || !a->released.n || arrays_released_left(a, t, 1) == 0)
+    if (!a->held || !arrays_released(a)->n || arrays_released_left(a, t, 1) == 0)
         return -1;
     return arrays_ahead_ok(a, *t) ? 0 : -1;
 }
@@ -1015,10 +1064,10 @@ bool arrays_task_held(const jarray *a, uint32_t t)
 {
     if (!a->held)
         return false;
-    if (!a->released.n)
+    if (!arrays_released(a)->n)
         return true;
-    int64_t k = arrayspec_index(&a->spec, t);
-    return k < 0 || !arrayspec_has(&a->released, (uint32_t)k);
+    int64_t k = arrayspec_index(a->spec, t);
+    return k < 0 || !arrayspec_has(arrays_released(a), (uint32_t)k);
 }
 
 /* lo..hi added to a set of ranges of step 1 (in order, merged): false, s unchanged, when that needs
@@ -1065,8 +1114,8 @@ static int to_places(const jarray *a, const arrayspec *tasks, arrayspec *out, je
     for (size_t q = 0; q < tasks->n; q++) {
         const arrayspec_range *n = &tasks->r[q];
         uint64_t base = 0;
-        for (size_t i = 0; i < a->spec.n; base += arrayspec_range_count(&a->spec.r[i]), i++) {
-            const arrayspec_range *r = &a->spec.r[i];
+        for (size_t i = 0; i < a->spec->n; base += arrayspec_range_count(&a->spec->r[i]), i++) {
+            const arrayspec_range *r = &a->spec->r[i];
             uint32_t x = n->lo > r->lo ? n->lo : r->lo, y = n->hi < r->hi ? n->hi : r->hi, s = r->step;
             if (x > y)
                 continue;
@@ -1102,11 +1151,11 @@ int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_
     *moved = 0;
     if (!a->held)
         return 0;
-    arrayspec *pl = xmalloc(sizeof *pl), *now = xmalloc(sizeof *now), *was = xmalloc(sizeof *was);
+    arrayspec *pl = xmalloc(sizeof *pl), *now = xmalloc(sizeof *now), *was = NULL;
     int rc = -1;
     if (to_places(a, tasks, pl, e) < 0)
         goto out;
-    *now = a->released;
+    arrayspec_copy(now, arrays_released(a));
     bool ok = true;
     for (size_t i = 0; ok && i < pl->n; i++)
         ok = release ? set_add_range(now, pl->r[i].lo, pl->r[i].hi) : true;
@@ -1120,13 +1169,13 @@ int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_
         goto out;
     }
     uint64_t before = arrays_released_left(a, NULL, UINT64_MAX);
-    *was = a->released;
-    a->released = *now;
+    if (list_set(&a->released, now, &was, e) < 0)
+        goto out;
     /* each released is made ahead of the cursor, kept in ahead: refused now where it could not
      * all be, not made until ahead is full and the rest left QUEUED for ever */
     uint32_t bad;
     if (!released_fit(a, &bad)) {
-        a->released = *was;
+        list_back(&a->released, was), was = NULL;
         jerr_http(e, 409, "array %s: task %u could not be made: the tasks released from its hold one by one are made "
                           "ahead of its list's order, kept as at most %d ranges ahead, and with these they would "
                           "need more; nothing changed (name fewer ranges, release the whole array: rnx job release "
@@ -1138,12 +1187,12 @@ int arrays_released_set(jarray *a, const arrayspec *tasks, bool release, uint64_
         /* none of those named was still to make (each made, canceled, or released already): kept
          * as it was, not saved; the caller's answer is that nothing moved (a 409 when nothing else
          * was done changes nothing: released grew or shrank by tasks that no longer wait) */
-        a->released = *was;
+        list_back(&a->released, was), was = NULL;
         rc = 0;
         goto out;
     }
     if (save(a, e) < 0) {
-        a->released = *was;
+        list_back(&a->released, was), was = NULL;
         goto out;
     }
     *moved = release ? after - before : before - after;
@@ -1171,9 +1220,9 @@ static bool places_tasks(const jarray *a, const arrayspec *places, arrayspec *ou
     *out = (arrayspec){.n = 0};
     for (size_t l = 0; l < places->n; l++) {
         uint64_t p = places->r[l].lo, hi = places->r[l].hi;
-        while (p <= hi && p < a->spec.count) {
+        while (p <= hi && p < a->spec->count) {
             uint64_t off;
-            const arrayspec_range *r = &a->spec.r[range_at(&a->spec, p, &off)];
+            const arrayspec_range *r = &a->spec->r[range_at(a->spec, p, &off)];
             uint64_t room = arrayspec_range_count(r) - off;
             if (hi - p + 1 < room)
                 room = hi - p + 1;
@@ -1195,7 +1244,7 @@ static bool places_tasks(const jarray *a, const arrayspec *places, arrayspec *ou
 void arrays_released_format(const jarray *a, char *out, size_t len)
 {
     arrayspec *s = xmalloc(sizeof *s);
-    bool cut = !places_tasks(a, &a->released, s);
+    bool cut = !places_tasks(a, arrays_released(a), s);
     arrayspec_format(s, false, out, len);
     size_t l = strlen(out);
     if (cut && l + 4 < len)
@@ -1205,7 +1254,7 @@ void arrays_released_format(const jarray *a, char *out, size_t len)
 
 int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_state only, uid_t by, jerr *e)
 {
-    if (!a->held || !a->released.n || !arrays_released_left(a, NULL, 1))
+    if (!a->held || !arrays_released(a)->n || !arrays_released_left(a, NULL, 1))
         return arrays_unmade_state(a) == only ? arrays_cancel_unmade(a, tasks, by, e) : 0;
     /* held whole, with tasks released from the hold one by one: those not made yet wait HELD or
      * as if not held (released_state); the places of the side asked for, of those named */
@@ -1218,12 +1267,12 @@ int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_stat
         if (to_places(a, tasks, pl, e) < 0)
             goto out;
     } else {
-        *pl = (arrayspec){.n = 1, .count = a->spec.count - a->made, .min = (uint32_t)a->made,
-                          .max = (uint32_t)(a->spec.count - 1)};
-        pl->r[0] = (arrayspec_range){(uint32_t)a->made, (uint32_t)(a->spec.count - 1), 1};
+        *pl = (arrayspec){.n = 1, .count = a->spec->count - a->made, .min = (uint32_t)a->made,
+                          .max = (uint32_t)(a->spec->count - 1)};
+        pl->r[0] = (arrayspec_range){(uint32_t)a->made, (uint32_t)(a->spec->count - 1), 1};
     }
     *other = *pl; /* held: those named less the released; released: those named less that */
-    bool ok = set_minus(other, &a->released) && (held || set_minus(pl, other));
+    bool ok = set_minus(other, arrays_released(a)) && (held || set_minus(pl, other));
     if (held)
         *pl = *other;
     if (!ok || !places_tasks(a, pl, other)) {
@@ -1273,7 +1322,7 @@ static void link_task(jarray *a, job *j, bool in_place)
     }
     j->array = a;
     bool found;
-    int64_t k = arrayspec_index(&a->spec, (uint32_t)j->array_task);
+    int64_t k = arrayspec_index(a->spec, (uint32_t)j->array_task);
     size_t at = in_place ? slot_of(a, k, &found) : a->ntasks;
     memmove(&a->tasks[at + 1], &a->tasks[at], (a->ntasks - at) * sizeof *a->tasks);
     memmove(&a->places[at + 1], &a->places[at], (a->ntasks - at) * sizeof *a->places);
@@ -1288,14 +1337,25 @@ static void link_task(jarray *a, job *j, bool in_place)
     }
 }
 
+/* t added to ahead (ahead_add on a whole copy): false, ahead unchanged, when it does not fit or
+ * (e set) memory is out. */
+static bool ahead_put(jarray *a, uint32_t t, jerr *e)
+{
+    arrayspec s;
+    arrayspec_copy(&s, arrays_ahead(a));
+    return ahead_add(a, arrays_skip(a), &s, t) && list_set(&a->ahead, &s, NULL, e) == 0;
+}
+
 void arrays_made(jarray *a, job *j)
 {
+    jerr e = {0};
     link_task(a, j, true);
     uint32_t t = (uint32_t)j->array_task;
-    if (a->made < a->spec.count && arrayspec_task(&a->spec, a->made) == t)
+    if (a->made < a->spec->count && arrayspec_task(a->spec, a->made) == t)
         a->made++;
-    else if (!ahead_add(a, &a->skip, &a->ahead, t)) /* (arrays_ahead_ok said it fits) */
-        log_err("array %s: task %u was made ahead of its list's order but cannot be kept so", a->id, t);
+    else if (!ahead_put(a, t, &e)) /* (arrays_ahead_ok said it fits) */
+        log_err("array %s: task %u was made ahead of its list's order but cannot be kept so%s%s", a->id, t,
+                e.msg[0] ? ": " : "", e.msg);
     ev_mark(a);
     changed(a);
     save_logged(a);
@@ -1347,7 +1407,7 @@ void arrays_forget_task(job *j)
     if (!a)
         return;
     bool found;
-    size_t at = slot_of(a, arrayspec_index(&a->spec, (uint32_t)j->array_task), &found);
+    size_t at = slot_of(a, arrayspec_index(a->spec, (uint32_t)j->array_task), &found);
     if (found && a->tasks[at] == j) {
         a->tasks[at] = NULL;
         a->nlinked--;
@@ -1406,12 +1466,12 @@ jarray *arrays_by_seq(uint64_t seq)
 job *arrays_task(const jarray *a, uint32_t t, bool *made)
 {
     *made = false;
-    int64_t k = arrayspec_index(&a->spec, t);
+    int64_t k = arrayspec_index(a->spec, t);
     if (k < 0)
         return NULL;
     /* the tasks before the cursor were made (or passed over when canceled before); those after
      * it only when made ahead */
-    *made = (uint64_t)k < a->made ? !arrayspec_has(&a->skip, t) : a->ahead.n && arrayspec_has(&a->ahead, t);
+    *made = (uint64_t)k < a->made ? !arrayspec_has(arrays_skip(a), t) : arrayspec_has(arrays_ahead(a), t);
     if (!*made)
         return NULL;
     bool found;
@@ -1445,16 +1505,16 @@ void arrays_count(const jarray *a, arrays_counts *c)
         c->n[s] += a->gone[s];
     /* the tasks at the cursor and after it: made ahead (jobs, counted above), canceled before
      * they were made, or not made yet */
-    uint64_t left = a->spec.count - a->made, ahead = ahead_left(a);
+    uint64_t left = a->spec->count - a->made, ahead = ahead_left(a);
     uint64_t skipped_left = skip_left(a);
-    uint64_t skipped_before = a->skip.n ? arrayspec_count_from(&a->spec, 0, &a->skip) - skipped_left : 0;
+    uint64_t skipped_before = arrays_skip(a)->n ? arrayspec_count_from(a->spec, 0, arrays_skip(a)) - skipped_left : 0;
     c->n[JS_CANCELED] += skipped_before;
     if (arrays_canceled(a))
         c->n[JS_CANCELED] += left - ahead;
     else {
         c->n[JS_CANCELED] += skipped_left;
         uint64_t unmade = left - skipped_left - ahead;
-        uint64_t rel = a->held && a->released.n ? arrays_released_left(a, NULL, UINT64_MAX) : 0;
+        uint64_t rel = a->held && arrays_released(a)->n ? arrays_released_left(a, NULL, UINT64_MAX) : 0;
         if (rel > unmade)
             rel = unmade;
         c->n[arrays_unmade_state(a)] += unmade - rel;
@@ -1517,9 +1577,9 @@ bool arrays_ended(const jarray *a)
 {
     if (a->active)
         return false;
-    if (arrays_canceled(a) || a->made >= a->spec.count)
+    if (arrays_canceled(a) || a->made >= a->spec->count)
         return true;
-    return skip_left(a) + ahead_left(a) == a->spec.count - a->made;
+    return skip_left(a) + ahead_left(a) == a->spec->count - a->made;
 }
 
 /* ---- acting ---- */
@@ -1556,8 +1616,8 @@ static int64_t cut_passed(const jarray *a, arrayspec_range r, arrayspec_range *v
     size_t n = 1;
     v[0] = r;
     uint64_t p0 = 0;
-    for (size_t i = 0; i < a->spec.n && p0 < a->made && n; i++) {
-        const arrayspec_range *s = &a->spec.r[i];
+    for (size_t i = 0; i < a->spec->n && p0 < a->made && n; i++) {
+        const arrayspec_range *s = &a->spec->r[i];
         uint64_t count = (uint64_t)(s->hi - s->lo) / s->step + 1, passed = a->made - p0 < count ? a->made - p0 : count;
         uint32_t last = s->lo + (uint32_t)(passed - 1) * s->step; /* the last id of s the cursor passed */
         p0 += count;
@@ -1600,8 +1660,8 @@ static bool stepped_pieces(const jarray *a, arrayspec_range n, arrayspec_range *
                            arrayspec_range *v, size_t *nv, size_t vmax, uint64_t *looked)
 {
     uint64_t base = 0;
-    for (size_t i = 0; i < a->spec.n; base += arrayspec_range_count(&a->spec.r[i]), i++) {
-        const arrayspec_range *q = &a->spec.r[i];
+    for (size_t i = 0; i < a->spec->n; base += arrayspec_range_count(&a->spec->r[i]), i++) {
+        const arrayspec_range *q = &a->spec->r[i];
         int64_t x = n.lo > q->lo ? n.lo : q->lo, y = n.hi < q->hi ? n.hi : q->hi, s = n.step;
         if (x > y)
             continue;
@@ -1700,30 +1760,31 @@ static bool set_append(arrayspec *s, const arrayspec *sub)
  * 1, merged where they touch); skip's ranges with a step, less p; the runs named with a step
  * (stepped_pieces), less skip and p. Then runs that follow each other on one grid are joined, the
  * tasks made ahead taken out, and p's single ids join the ranges next to them as ahead_add joins
- * a task. 0, or 409 (nothing changed) when that needs more than ARRAYSPEC_MAX_RANGES ranges. */
-static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
+ * a task. 0 (skip as it was in *was: list_set), or 409 (nothing changed) when that needs more
+ * than ARRAYSPEC_MAX_RANGES ranges. */
+static int merge_skip(jarray *a, const arrayspec *tasks, arrayspec **was, jerr *e)
 {
     const size_t max = 4 * ARRAYSPEC_MAX_RANGES;
     bool ascends = true;
-    for (size_t i = 1; i < a->spec.n; i++)
-        ascends &= a->spec.r[i - 1].hi < a->spec.r[i].lo;
+    for (size_t i = 1; i < a->spec->n; i++)
+        ascends &= a->spec->r[i - 1].hi < a->spec->r[i].lo;
     /* v: ranges of step 1 (cut_passed's pieces, and single ids among them); runs: named with a step */
-    size_t vcap = a->skip.n + tasks->n + 2 * max, nv = 0, nr = 0;
+    size_t vcap = arrays_skip(a)->n + tasks->n + 2 * max, nv = 0, nr = 0;
     uint64_t looked = 0; /* ids stepped_pieces looked at one by one */
     bool stepped = false;
     arrayspec_range *v = xcalloc(vcap, sizeof *v), *runs = xcalloc(ARRAYSPEC_MAX_RANGES, sizeof *runs);
     arrayspec *p = xmalloc(sizeof *p), *r = xmalloc(sizeof *r), *nw = xmalloc(sizeof *nw);
     *p = *r = *nw = (arrayspec){.n = 0};
     bool ok = true;
-    for (size_t i = 0; i < a->skip.n; i++)
-        if (a->skip.r[i].step == 1)
-            v[nv++] = a->skip.r[i];
+    for (size_t i = 0; i < arrays_skip(a)->n; i++)
+        if (arrays_skip(a)->r[i].step == 1)
+            v[nv++] = arrays_skip(a)->r[i];
     /* The named tasks the cursor passed were made (or were canceled before already): they are
      * not kept as canceled before they were made, which would count each twice (its job, and
      * CANCELED) and hide its job from ID_T. Where the list's ranges ascend (each after the one
      * before it, as lists are written), the ids below the cursor's; otherwise what the list's
      * places before the cursor leave of a range (cut_passed), one by one for a range with a step. */
-    uint32_t from = a->made < a->spec.count ? arrayspec_task(&a->spec, a->made) : ARRAYSPEC_MAX_ID + 1;
+    uint32_t from = a->made < a->spec->count ? arrayspec_task(a->spec, a->made) : ARRAYSPEC_MAX_ID + 1;
     for (size_t i = 0; ok && i < tasks->n; i++) {
         arrayspec_range n = tasks->r[i];
         if (n.step == 1 && !ascends) {
@@ -1749,7 +1810,7 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
      * ranges with a step) left there whole, not cut out of it */
     size_t m = 0;
     for (size_t i = 0; i < nv; i++) {
-        const arrayspec_range *in = v[i].lo == v[i].hi ? arrayspec_range_of(&a->skip, v[i].lo) : NULL;
+        const arrayspec_range *in = v[i].lo == v[i].hi ? arrayspec_range_of(arrays_skip(a), v[i].lo) : NULL;
         if (!in || in->step == 1)
             v[m++] = v[i];
     }
@@ -1767,16 +1828,16 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
     if (ok)
         set_sort(p);
     /* r: skip's ranges with a step, and the runs named, less p (and the runs less skip) */
-    for (size_t i = 0; ok && i < a->skip.n; i++)
-        if (a->skip.r[i].step != 1)
-            r->r[r->n++] = a->skip.r[i];
+    for (size_t i = 0; ok && i < arrays_skip(a)->n; i++)
+        if (arrays_skip(a)->r[i].step != 1)
+            r->r[r->n++] = arrays_skip(a)->r[i];
     memcpy(nw->r, runs, nr * sizeof *runs);
     nw->n = nr;
-    ok = ok && set_minus(r, p) && set_minus(nw, &a->skip) && set_minus(nw, p) && set_append(r, nw);
+    ok = ok && set_minus(r, p) && set_minus(nw, arrays_skip(a)) && set_minus(nw, p) && set_append(r, nw);
     if (ok) {
         set_join(r);
         /* a task made ahead of the cursor is a job: canceled as one (array_ctl_act), not here */
-        ok = !a->ahead.n || (set_minus(r, &a->ahead) && set_minus(p, &a->ahead));
+        ok = !arrays_ahead(a)->n || (set_minus(r, arrays_ahead(a)) && set_minus(p, arrays_ahead(a)));
     }
     /* p's ranges into r; its single ids joined to those next to them as ahead's tasks are */
     for (size_t i = 0; ok && i < p->n; i++)
@@ -1789,34 +1850,31 @@ static int merge_skip(jarray *a, const arrayspec *tasks, jerr *e)
         set_sort(r);
     for (size_t i = 0; ok && i < p->n; i++)
         if (p->r[i].lo == p->r[i].hi)
-            ok = ahead_add(a, &a->ahead, r, p->r[i].lo);
-    if (ok)
-        a->skip = *r;
+            ok = ahead_add(a, arrays_ahead(a), r, p->r[i].lo);
+    int rc = ok ? list_set(&a->skip, r, was, e)
+                : jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
+                                    "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
     free(v), free(runs), free(p), free(r), free(nw);
-    if (!ok)
-        return jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
-                                 "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
-    return 0;
+    return rc;
 }
 
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e)
 {
     if (arrays_canceled(a))
         return 0;
-    uint64_t left = a->spec.count - a->made, skipped = skip_left(a);
+    uint64_t left = a->spec->count - a->made, skipped = skip_left(a);
     int64_t n;
     if (!tasks) {
         a->canceled_by = by;
         n = (int64_t)(left - skipped - ahead_left(a));
     } else {
-        arrayspec *was = xmalloc(sizeof *was);
-        *was = a->skip;
-        int rc = merge_skip(a, tasks, e);
+        arrayspec *was = NULL;
+        int rc = merge_skip(a, tasks, &was, e);
         /* held whole with tasks released from it: those left must all still fit in ahead once made
          * (a task canceled between two cuts their run in two) */
         uint32_t bad;
-        if (rc == 0 && a->held && a->released.n && !released_fit(a, &bad)) {
-            a->skip = *was;
+        if (rc == 0 && a->held && arrays_released(a)->n && !released_fit(a, &bad)) {
+            list_back(&a->skip, was), was = NULL;
             rc = jerr_http(e, 409, "array %s: canceling these would leave the tasks released from its hold one by "
                                    "one (task %u on) needing more than %d ranges ahead of its list's order to be "
                                    "made; nothing canceled (cancel them in fewer ranges, or the whole array)",
@@ -1825,7 +1883,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
         free(was);
         if (rc < 0)
             return -1;
-        n = (int64_t)(arrayspec_count_from(&a->spec, a->made, &a->skip) - skipped);
+        n = (int64_t)(arrayspec_count_from(a->spec, a->made, arrays_skip(a)) - skipped);
     }
     if (n > 0)
         a->canceled_ms = now_ms();
@@ -1867,14 +1925,14 @@ void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why)
 
 int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)
 {
-    if (a->held == held && held && a->released.n) { /* held whole again: those released with it */
-        arrayspec *was = xmalloc(sizeof *was);
-        *was = a->released;
-        a->released = (arrayspec){.n = 0};
+    if (a->held == held && held && arrays_released(a)->n) { /* held whole again: those released with it */
+        arrayspec *was = a->released;
+        a->released = NULL;
         int rc = save(a, e);
         if (rc < 0)
-            a->released = *was;
-        free(was);
+            a->released = was;
+        else
+            free(was);
         ev_mark(a);
         changed(a);
         return rc;
@@ -1883,7 +1941,8 @@ int arrays_set_held(jarray *a, bool held, uid_t by, jerr *e)
         return 0;
     a->held = held;
     a->held_by = held ? (int64_t)by : -1;
-    a->released = (arrayspec){.n = 0}; /* (released whole, or held again whole: none is apart) */
+    free(a->released);
+    a->released = NULL; /* (released whole, or held again whole: none is apart) */
     if (!held)
         a->joined_ms = qclock_now(); /* its place in the queue is from now (job.h, joined_ms) */
     ev_mark(a);
@@ -1903,16 +1962,16 @@ int arrays_update(jarray *a, job_req *req, jerr *e)
         return -1;
     char tasks[2048], had[2048];
     arrayspec_format(&now, false, tasks, sizeof tasks);
-    arrayspec_format(&a->spec, false, had, sizeof had);
+    arrayspec_format(a->spec, false, had, sizeof had);
     if (strcmp(tasks, had))
         return jerr_field(e, "array", "array: an array's tasks stay %s; only its %%N can change", had);
     job_req was = a->req;
-    uint32_t was_throttle = a->spec.throttle;
+    uint32_t was_throttle = a->spec->throttle;
     a->req = *req;
-    a->spec.throttle = now.throttle;
+    a->spec->throttle = now.throttle;
     if (save(a, e) < 0) {
         a->req = was;
-        a->spec.throttle = was_throttle;
+        a->spec->throttle = was_throttle;
         return -1;
     }
     jobreq_free(&was);
@@ -1952,12 +2011,11 @@ static void load_one(db_array *r, void *arg)
     (void)arg;
     jarray *a = xcalloc(1, sizeof *a);
     jerr e = {0};
-    if (arrayspec_parse(r->spec, "array", true, &a->spec, &e) < 0 ||
-        (r->skip && arrayspec_parse(r->skip, "skip", false, &a->skip, &e) < 0) ||
-        (r->ahead && arrayspec_parse(r->ahead, "ahead", false, &a->ahead, &e) < 0) ||
-        (r->released && r->held && arrayspec_parse(r->released, "released", false, &a->released, &e) < 0)) {
+    if (list_parse(&a->spec, r->spec, "array", true, &e) < 0 || list_parse(&a->skip, r->skip, "skip", false, &e) < 0 ||
+        list_parse(&a->ahead, r->ahead, "ahead", false, &e) < 0 ||
+        list_parse(&a->released, r->held ? r->released : NULL, "released", false, &e) < 0) {
         log_err("array %s: its stored task list cannot be read: %s; it is left out", r->id, e.msg);
-        free(a);
+        free_one(a);
         return;
     }
     memcpy(a->id, r->id, sizeof a->id);
@@ -1968,7 +2026,7 @@ static void load_one(db_array *r, void *arg)
     a->req = r->req;
     r->req = (job_req){0};
     a->created_ms = r->created_ms;
-    a->made = r->made > a->spec.count ? a->spec.count : r->made;
+    a->made = r->made > a->spec->count ? a->spec->count : r->made;
     a->canceled_by = r->canceled_by;
     a->canceled_why = r->canceled_by < -1 && r->canceled_why ? xstrdup(r->canceled_why) : NULL;
     a->held = r->held;
@@ -2003,13 +2061,13 @@ static void sort_tasks(jarray *a)
 {
     bool sorted = true;
     for (size_t i = 1; i < a->ntasks && sorted; i++)
-        sorted = arrayspec_index(&a->spec, (uint32_t)a->tasks[i - 1]->array_task) <
-                 arrayspec_index(&a->spec, (uint32_t)a->tasks[i]->array_task);
+        sorted = arrayspec_index(a->spec, (uint32_t)a->tasks[i - 1]->array_task) <
+                 arrayspec_index(a->spec, (uint32_t)a->tasks[i]->array_task);
     if (sorted)
         return;
     placed_task *v = xcalloc(a->ntasks, sizeof *v);
     for (size_t i = 0; i < a->ntasks; i++)
-        v[i] = (placed_task){arrayspec_index(&a->spec, (uint32_t)a->tasks[i]->array_task), a->tasks[i]};
+        v[i] = (placed_task){arrayspec_index(a->spec, (uint32_t)a->tasks[i]->array_task), a->tasks[i]};
     qsort(v, a->ntasks, sizeof *v, placed_cmp);
     for (size_t i = 0; i < a->ntasks; i++) {
         a->tasks[i] = v[i].j;

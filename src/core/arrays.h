@@ -36,15 +36,16 @@ typedef struct jarray {
     uid_t owner_uid;
     gid_t owner_gid;
     job_req req;               /* every task's request (the array field in it too) */
-    arrayspec spec;            /* its task list, parsed from req.array */
+    arrayspec *spec;           /* its task list, parsed from req.array: a block sized to its ranges
+                                * (arrayspec_dup), never NULL; its throttle changes (arrays_update) */
     int64_t created_ms;
     uint64_t made;             /* the cursor: the tasks before the list's made-th place were made (or
                                 * canceled before they were); the next in the list's order is there */
-    arrayspec skip;            /* tasks canceled before they were made: disjoint ranges kept as ahead's are
+    arrayspec *skip;           /* tasks canceled before they were made: disjoint ranges kept as ahead's are
                                 * (a run of one range of the list's tasks as one range of its step, one
                                 * of step 1 also holding ids that are no task), never one of ahead's;
                                 * rows saved before steps were kept have ranges of step 1 only */
-    arrayspec ahead;           /* tasks made out of the list's order, ahead of the cursor (--after=ARRAY:corr:
+    arrayspec *ahead;          /* tasks made out of the list's order, ahead of the cursor (--after=ARRAY:corr:
                                 * a task whose own task completed goes before those that wait; tasks
                                 * released from a whole hold one by one; disjoint ranges, a run of tasks of
                                 * one range of the list made in a row kept as one range of its step, a range
@@ -65,7 +66,7 @@ typedef struct jarray {
     int64_t canceled_ms;       /* when tasks not made yet were last canceled (all, or some by id; saved):
                                 * the end of an array whose last tasks were never made; 0 never */
     bool held;                 /* no task of it is made while held (but those of released) */
-    arrayspec released;        /* while held: its tasks released one by one from that hold (rnx job release
+    arrayspec *released;       /* while held: its tasks released one by one from that hold (rnx job release
                                 * ID_[3-5], Slurm's scontrol release 123_[3-5]), by their places in the
                                 * list (ranges of step 1, at most ARRAYS_RELEASED_MAX: what a request may
                                 * keep is bounded whatever the array's size); made as room comes, as if
@@ -138,11 +139,18 @@ typedef struct jarray {
     arrays_counts counts;
 } jarray;
 
+/* skip, ahead and released are each kept as a block sized to its ranges (arrayspec_dup), NULL
+ * when empty (a plain array keeps none of them); read through these (the empty list for NULL),
+ * written in arrays.c only. */
+static inline const arrayspec *arrays_skip(const jarray *a) { return a->skip ? a->skip : &arrayspec_empty; }
+static inline const arrayspec *arrays_ahead(const jarray *a) { return a->ahead ? a->ahead : &arrayspec_empty; }
+static inline const arrayspec *arrays_released(const jarray *a) { return a->released ? a->released : &arrayspec_empty; }
+
 #define ARRAYS_CANCELED_DEPENDENCY (-2)
 #define ARRAYS_CANCELED_UNMAKEABLE (-3)
 static inline bool arrays_canceled(const jarray *a) { return a->canceled_by != -1; }
 /* Whether a task of it was made (in the list's order or ahead of it). */
-static inline bool arrays_made_any(const jarray *a) { return a->made > 0 || a->ahead.n > 0; }
+static inline bool arrays_made_any(const jarray *a) { return a->made > 0 || arrays_ahead(a)->n > 0; }
 /* Whether a task of it was launched: the array started, for `--after=ARRAY:started` and a
  * workflow's state. (After a restart, as its tasks kept say: tasks deleted are not counted.) */
 static inline bool arrays_started(const jarray *a) { return a->started; }

@@ -398,7 +398,7 @@ static depend_seen task_seen(const jarray *d, uint32_t t, int64_t at, bool *ran)
         return (depend_seen){.exists = true, .started = job_started(dj), .state = dj->state};
     if (made)
         return (depend_seen){.exists = false, .state = JS_CANCELED};
-    if ((uint64_t)at < d->made || arrays_canceled(d) || (d->skip.n && arrayspec_has(&d->skip, t)))
+    if ((uint64_t)at < d->made || arrays_canceled(d) || arrayspec_has(arrays_skip(d), t))
         return (depend_seen){.exists = true, .state = JS_CANCELED};
     return (depend_seen){.exists = true, .state = d->waiting ? JS_PENDING : d->held ? JS_HELD : JS_QUEUED};
 }
@@ -419,7 +419,7 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
             snprintf(why, len, "needed array %.8s to end COMPLETED, task by task; it was deleted", a->req.after[k].job);
             return DEPEND_CANCEL;
         }
-        int64_t at = arrayspec_index(&d.a->spec, t);
+        int64_t at = arrayspec_index(d.a->spec, t);
         bool ran_here = false;
         /* a task the other array does not have waits for that array as a whole (as ok) */
         /* (an array with tasks left is not ok yet, whatever they are: no count of its tasks then,

@@ -75,7 +75,7 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
     char av[6][40], anum[24];
     jobreq_pair given[12];
     if (j->array_id[0]) {
-        const arrayspec *as = j->array ? &j->array->spec : NULL;
+        const arrayspec *as = j->array ? j->array->spec : NULL;
         static const char *const names[][2] = {
             {"JOBLET_ARRAY_JOB_ID", "SLURM_ARRAY_JOB_ID"},       {"JOBLET_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_ID"},
             {"JOBLET_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_COUNT"}, {"JOBLET_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MIN"},

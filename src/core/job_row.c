@@ -79,17 +79,17 @@ const db_workflow *workflow_row(const workflow *wf, db_workflow *out)
 
 const db_array *array_row(const jarray *a, array_row_buf *b)
 {
-    arrayspec_format(&a->spec, true, b->spec, sizeof b->spec);
-    arrayspec_format(&a->skip, false, b->skip, sizeof b->skip);
-    arrayspec_format(&a->ahead, false, b->ahead, sizeof b->ahead);
-    arrayspec_format(&a->released, false, b->released, sizeof b->released);
+    arrayspec_format(a->spec, true, b->spec, sizeof b->spec);
+    arrayspec_format(arrays_skip(a), false, b->skip, sizeof b->skip);
+    arrayspec_format(arrays_ahead(a), false, b->ahead, sizeof b->ahead);
+    arrayspec_format(arrays_released(a), false, b->released, sizeof b->released);
     b->row = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
                         .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
-                        .skip = a->skip.n ? b->skip : NULL, .ahead = a->ahead.n ? b->ahead : NULL, .canceled_by = a->canceled_by,
+                        .skip = arrays_skip(a)->n ? b->skip : NULL, .ahead = arrays_ahead(a)->n ? b->ahead : NULL, .canceled_by = a->canceled_by,
                         .canceled_why = a->canceled_by < -1 ? a->canceled_why : NULL, .held = a->held,
                         .held_by = a->held_by, .wf_index = a->wf_index, .after_met = a->after_met, .joined_ms = a->joined_ms,
                         .canceled_ms = a->canceled_ms, .gone_exit = a->gone_exit,
-                        .released = a->released.n ? b->released : NULL};
+                        .released = arrays_released(a)->n ? b->released : NULL};
     for (int s = JS_STOPPED; s < JS_COUNT; s++)
         b->row.gone[s - JS_STOPPED] = a->gone[s];
     memcpy(b->row.id, a->id, sizeof b->row.id);

@@ -95,7 +95,7 @@ static void jobref_bad_tasks(const char *ref, const caller *who, enum idref_want
     if (find_plain(base, who, want, &b, &be) < 0 || !b.a)
         return;
     char list[256];
-    arrayspec_format_cut(&b.a->spec, list, sizeof list);
+    arrayspec_format_cut(b.a->spec, list, sizeof list);
     jerr_field(e, "tasks", "'%s' is not a task of array %s: name a task as %s_N or several as %s_[LIST] (Slurm's "
                            "--array syntax: %s_[3-5,9]); its tasks are %s", ref, b.a->id, base, base, base, list);
 }
@@ -130,9 +130,9 @@ int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref
             }
             out->a = b.a;
             uint32_t missing;
-            if (first_missing(&out->tasks, &b.a->spec, &missing)) {
+            if (first_missing(&out->tasks, b.a->spec, &missing)) {
                 char list[256]; /* its ids alone: "0-10:2", not its %N ("0-10:2%2") */
-                arrayspec_format_cut(&b.a->spec, list, sizeof list);
+                arrayspec_format_cut(b.a->spec, list, sizeof list);
                 return jerr_http(e, 404, "array %s has no task %u; its tasks are %s (name only those)", b.a->id,
                                  missing, list); /* (out->a: the array) */
             }
@@ -187,7 +187,7 @@ int jobref_not_a_job(const jarray *a, const arrayspec *tasks, const char *method
                          method, *action ? action : "", a->id, tasks->r[0].lo);
     if (words)
         return jerr_http(e, 400, "%s is a job array (%llu tasks), which has no %s of its own: name one task, "
-                                 "e.g. %.8s_%u", a->id, (unsigned long long)a->spec.count, words, a->id, a->spec.min);
+                                 "e.g. %.8s_%u", a->id, (unsigned long long)a->spec->count, words, a->id, a->spec->min);
     return jerr_http(e, 400, "%s is a job array (%llu tasks): name one task, e.g. %.8s_%u, for %s %s", a->id,
-                     (unsigned long long)a->spec.count, a->id, a->spec.min, method, *action ? action : "");
+                     (unsigned long long)a->spec->count, a->id, a->spec->min, method, *action ? action : "");
 }

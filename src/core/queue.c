@@ -283,7 +283,7 @@ static enum task_canceled cancel_task(jarray *a, uint32_t t, enum depend_task_en
     arrayspec one = {.n = 1, .r = {{t, t, 1}}, .count = 1, .min = t, .max = t};
     /* (a save that failed left it in skip all the same, for the commit's retry to write: it is
      * canceled then, never made too) */
-    if (end == DEPEND_TASK_UNMADE && (arrays_cancel_unmade(a, &one, 0, &e) >= 0 || arrayspec_has(&a->skip, t))) {
+    if (end == DEPEND_TASK_UNMADE && (arrays_cancel_unmade(a, &one, 0, &e) >= 0 || arrayspec_has(arrays_skip(a), t))) {
         log_info("array %s: task %u canceled before it was made: %s", a->id, t, why);
         *unmade = true;
         return TASK_CANCELED;
@@ -385,7 +385,7 @@ static void schedule(void)
     job **room = jobs_holding_room(&nroom), **back = xcalloc(nqueued + 1, sizeof *back);
     for (size_t i = 0; i < nroom; i++) {
         jarray *a = room[i]->array;
-        if (a && a->spec.throttle) {
+        if (a && a->spec->throttle) {
             a->pass_runs = a->pass == pass ? a->pass_runs + 1 : 1;
             a->pass = pass;
         }
@@ -412,10 +412,10 @@ static void schedule(void)
                 a->unsaved_pass = pass;
             continue;
         }
-        if (a && a->spec.throttle) {
+        if (a && a->spec->throttle) {
             if (a->pass != pass)
                 a->pass = pass, a->pass_runs = 0;
-            if (a->pass_runs >= a->spec.throttle) {
+            if (a->pass_runs >= a->spec->throttle) {
                 j->wait_why = SW_ARRAY_THROTTLE;
                 j->queue_position = 0;
                 back[nback++] = j;
@@ -761,7 +761,7 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
         break;
     case SW_ARRAY_THROTTLE:
         if (j->array)
-            snprintf(out, len, "waits for its array's %%%u: %u of its tasks run", j->array->spec.throttle,
+            snprintf(out, len, "waits for its array's %%%u: %u of its tasks run", j->array->spec->throttle,
                      j->array->pass_runs);
         break;
     }

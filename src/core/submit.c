@@ -698,7 +698,7 @@ jarray *submit_array_make(job_req *req, uid_t caller_uid, gid_t caller_gid, cons
     }
     /* its history starts here, as a job's (job_events.h), in the same savepoint as its row */
     char list[2048];
-    arrayspec_format(&a->spec, true, list, sizeof list);
+    arrayspec_format(a->spec, true, list, sizeof list);
     job_event_array(a, JE_SUBMITTED, (int64_t)caller_uid, "by uid %u: tasks %s%s", (unsigned)caller_uid, list,
                     a->held ? "; held: no task is made until it is released" : "");
     db_keep(core.db);

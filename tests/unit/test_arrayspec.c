@@ -247,6 +247,65 @@ static void test_format_cut(void **state)
     assert_string_equal(exact, "10,11,13,15,...");
 }
 
+/* A list kept as a block of its ranges (arrayspec_dup) reads as the whole one, and arrayspec_copy
+ * makes a whole one of it again; the empty list reads as a list of no task. */
+static void test_dup_copy_empty(void **state)
+{
+    (void)state;
+    jerr e = {0};
+    char out[200];
+    assert_int_equal(arrayspec_empty.n, 0);
+    assert_int_equal(arrayspec_empty.count, 0);
+    assert_false(arrayspec_has(&arrayspec_empty, 0));
+    assert_int_equal(arrayspec_index(&arrayspec_empty, 0), -1);
+    assert_null(arrayspec_range_of(&arrayspec_empty, 7));
+    arrayspec_format(&arrayspec_empty, true, out, sizeof out);
+    assert_string_equal(out, "");
+    assert_int_equal(arrayspec_parse("0-99", "array", true, &a, &e), 0);
+    assert_int_equal(arrayspec_count_from(&a, 0, &arrayspec_empty), 0);
+    /* sized to its ranges: "0-99" one range, a list of 256 the whole struct */
+    assert_int_equal(arrayspec_size(0), offsetof(arrayspec, r));
+    assert_int_equal(arrayspec_size(1), offsetof(arrayspec, r) + sizeof(arrayspec_range));
+    assert_int_equal(arrayspec_size(ARRAYSPEC_MAX_RANGES), offsetof(arrayspec, r) + sizeof a.r);
+    assert_true(arrayspec_size(1) < 64);
+    assert_int_equal(arrayspec_parse("0-99:3,200,300-310%4", "array", true, &a, &e), 0);
+    arrayspec *d = arrayspec_dup(&a);
+    assert_non_null(d);
+    assert_int_equal(d->n, 3);
+    assert_int_equal(d->count, a.count);
+    assert_int_equal(d->min, 0);
+    assert_int_equal(d->max, 310);
+    assert_int_equal(d->throttle, 4);
+    assert_true(arrayspec_has(d, 99) && arrayspec_has(d, 200) && arrayspec_has(d, 310) && !arrayspec_has(d, 98));
+    assert_int_equal(arrayspec_index(d, 200), 34);
+    arrayspec_format(d, true, out, sizeof out);
+    assert_string_equal(out, "0-99:3,200,300-310%4");
+    /* back to a whole one, which grows as any does */
+    memset(&b, 0xff, sizeof b);
+    arrayspec_copy(&b, d);
+    assert_int_equal(b.n, 3);
+    assert_int_equal(b.count, a.count);
+    assert_memory_equal(b.r, a.r, 3 * sizeof *a.r);
+    b.r[b.n++] = (arrayspec_range){400, 400, 1};
+    b.count++;
+    b.max = 400;
+    arrayspec_format(&b, false, out, sizeof out);
+    assert_string_equal(out, "0-99:3,200,300-310,400");
+    /* a block of a block, and of the empty list */
+    arrayspec *d2 = arrayspec_dup(d);
+    assert_non_null(d2);
+    assert_memory_equal(d2, d, arrayspec_size(3));
+    free(d2);
+    free(d);
+    d = arrayspec_dup(&arrayspec_empty);
+    assert_non_null(d);
+    assert_int_equal(d->n, 0);
+    arrayspec_copy(&b, d);
+    assert_int_equal(b.n, 0);
+    assert_int_equal(b.count, 0);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_throttle_check),
         cmocka_unit_test(test_format_cut),
+        cmocka_unit_test(test_dup_copy_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
