@@ -93,7 +93,8 @@ json_t *array_json(const jarray *a)
         json_array_append_new(args, json_string(a->req.args[i]));
     json_t *arr = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:b,s:o,s:o}", "spec", spec, "ref", ref, "tasks",
                             (json_int_t)a->spec->count, "throttle", (json_int_t)a->spec->throttle, "min",
-                            (json_int_t)a->spec->min, "max", (json_int_t)a->spec->max, "made", (json_int_t)(a->made + arrays_ahead(a)->count),
+                            (json_int_t)a->spec->min, "max", (json_int_t)a->spec->max, "made",
+                            (json_int_t)(a->made + arrays_ahead(a)->count),
                             "counts", counts, "deleted", (json_int_t)c.deleted, "held", a->held, "canceled_by",
                             a->canceled_by >= 0 ? json_integer(a->canceled_by) : json_null(), "wait",
                             why ? json_string(why) : json_null());

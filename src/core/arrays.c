@@ -479,7 +479,8 @@ static void verify(const char *where)
         for (size_t k = 0; k < a->ntasks; k++)
             linked += a->tasks[k] != NULL;
         uint64_t u = arrays_canceled(a) ? 0
-                                        : a->spec->count - a->made - arrayspec_count_from(a->spec, a->made, arrays_skip(a)) -
+                                        : a->spec->count - a->made -
+                                              arrayspec_count_from(a->spec, a->made, arrays_skip(a)) -
                                               arrayspec_count_from(a->spec, a->made, arrays_ahead(a));
         bool jl = !linked && arrays_ended(a);
         /* out of the list's order (ahead): never a task canceled before it was made; the made
@@ -505,7 +506,7 @@ static void verify(const char *where)
                          a->id, (long long)t->array_task);
             last = p;
         }
-        if (!what[0] && arrays_ahead(a)->n && arrays_skip(a)->n && arrayspec_count_from(arrays_ahead(a), 0, arrays_skip(a)))
+        if (!what[0] && arrayspec_count_from(arrays_ahead(a), 0, arrays_skip(a)))
             snprintf(what, sizeof what, "array %s: a task made ahead is counted canceled before it was made", a->id);
         if (linked != a->nlinked || u != a->ix_unmade || jl != a->ix_jobless)
             snprintf(what, sizeof what,
@@ -733,7 +734,7 @@ int arrays_next(jarray *a, uint32_t *task)
     }
     jerr e = {0};
     if (passed && list_set(&a->ahead, &ahead, NULL, &e) < 0)
-        log_debug("array %s: %s", a->id, e.msg);
+        log_err("array %s: %s", a->id, e.msg);
     /* (saved with the next task made: the row's cursor and ahead as they were say the same) */
     if (a->made != was)
         changed(a); /* (its tasks not made are the same: those passed over were not counted) */
@@ -936,8 +937,9 @@ static void released_runs(const jarray *a, released_fn fn, void *ctx)
 {
     if (arrays_canceled(a))
         return;
-    for (size_t l = 0; l < arrays_released(a)->n; l++) {
-        uint64_t p = arrays_released(a)->r[l].lo > a->made ? arrays_released(a)->r[l].lo : a->made, hi = arrays_released(a)->r[l].hi;
+    const arrayspec *rel = arrays_released(a);
+    for (size_t l = 0; l < rel->n; l++) {
+        uint64_t p = rel->r[l].lo > a->made ? rel->r[l].lo : a->made, hi = rel->r[l].hi;
         while (p <= hi && p < a->spec->count) {
             uint64_t off;
             const arrayspec_range *r = &a->spec->r[range_at(a->spec, p, &off)];

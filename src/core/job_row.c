@@ -85,7 +85,8 @@ const db_array *array_row(const jarray *a, array_row_buf *b)
     arrayspec_format(arrays_released(a), false, b->released, sizeof b->released);
     b->row = (db_array){.seq = a->seq, .name = a->name, .owner_uid = a->owner_uid, .owner_gid = a->owner_gid,
                         .req = a->req, .spec = b->spec, .created_ms = a->created_ms, .made = a->made,
-                        .skip = arrays_skip(a)->n ? b->skip : NULL, .ahead = arrays_ahead(a)->n ? b->ahead : NULL, .canceled_by = a->canceled_by,
+                        .skip = arrays_skip(a)->n ? b->skip : NULL, .ahead = arrays_ahead(a)->n ? b->ahead : NULL,
+                        .canceled_by = a->canceled_by,
                         .canceled_why = a->canceled_by < -1 ? a->canceled_why : NULL, .held = a->held,
                         .held_by = a->held_by, .wf_index = a->wf_index, .after_met = a->after_met, .joined_ms = a->joined_ms,
                         .canceled_ms = a->canceled_ms, .gone_exit = a->gone_exit,

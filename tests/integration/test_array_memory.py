@@ -1,34 +1,17 @@
 """What a kept job array costs the daemon's memory (core/arrays.h: jarray): a plain "0-99" array
 held keeps its object, its request and its row, and its task lists only as large as the ranges
-they hold (a list of 256 ranges is 3 KB: an array used to keep four of them whole, 13.8 KB,
-whatever it held). 2,000 held arrays, one request each, against the real daemon: its RSS grows
-by less than 4 KB an array (docs/performance.md)."""
+they hold (a list of 256 ranges is 3 KB: an array used to keep four of them whole, 12 KB whatever
+it held). 2,000 held arrays, one request each, against the real daemon: its RSS grows by less than
+4 KB an array (docs/performance.md: 14.2 KB before, 1.8 KB since)."""
 import os
 
-import pytest
-
-from conftest import Daemon, need_root, submit_array
+from conftest import submit_array
+from test_arrays import rss_kb
 
 N = 2000
 WARM = 200
 # every array's 100 tasks wait (held): the user may keep them all
 LIMITS = "limits:\n  max_queued_per_user: 1000000\n  max_jobs_per_user: 1000000\n"
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
-@pytest.fixture
-def d():
-    need_root()
-    dm = Daemon(LIMITS).start()
-    yield dm
-    dm.cleanup()
 
 
 def held_arrays(d, n):
@@ -40,7 +23,8 @@ def held_arrays(d, n):
     return ids
 
 
-def test_a_kept_held_array_costs_under_4_kb(d):
+def test_a_kept_held_array_costs_under_4_kb(fresh_daemon):
+    d = fresh_daemon(LIMITS)
     pid = d.api("GET", "/v1/version")[1]["pid"]
     # warm the paths a submission takes, and the database's page cache (bounded: 1 MB)
     held_arrays(d, WARM)
