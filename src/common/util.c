@@ -458,21 +458,26 @@ size_t write_all(int fd, const void *p, size_t n)
 
 extern char **environ;
 
-int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, int *out)
+int spawn_fds(const char *path, char *const argv[], int out, int fd3, pid_t *pid, int *pidfd)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    int rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_adddup2(&fa, out, 1);
+    posix_spawn_file_actions_adddup2(&fa, out, 2);
+    if (fd3 >= 0)
+        posix_spawn_file_actions_adddup2(&fa, fd3, 3);
+    /* the daemon blocks the signals its signalfd reads: the child starts with none blocked */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    int rc = posix_spawn(pid, path, &fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
     if (rc != 0) {
-        close(p[0]);
         errno = rc;
         return -1;
     }
@@ -480,6 +485,20 @@ int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, in
         int err = errno;
         kill(*pid, SIGKILL);
         waitpid(*pid, NULL, 0);
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, int *out)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    int rc = spawn_fds(path, argv, p[1], -1, pid, pidfd), err = errno;
+    close(p[1]);
+    if (rc < 0) {
         close(p[0]);
         errno = err;
         return -1;

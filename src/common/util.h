@@ -28,7 +28,12 @@ int mkdir_p(const char *path, mode_t mode, jerr *e);
 /* Reads a whole small file into a NUL-terminated buffer (caller frees). */
 char *read_file(const char *path, size_t *len);
 /* Starts path with argv (environ as the environment), its stdin /dev/null, its stdout and stderr
- * one pipe: 0 with *pid, *pidfd (readable when it exits) and *out (the pipe's reading end,
+ * out, its fd 3 fd3 (when >= 0; no other fd but those not close-on-exec), no signal blocked:
+ * 0 with *pid and *pidfd (readable when it exits), or -1 with errno and nothing left behind.
+ * posix_spawn, never a fork of the caller: a fork of the daemon copies its page tables, which
+ * grow with the jobs kept, and makes each of its pages fault again at its next write. */
+int spawn_fds(const char *path, char *const argv[], int out, int fd3, pid_t *pid, int *pidfd);
+/* The same with stdout and stderr one pipe: 0 with *pid, *pidfd (readable when it exits) and *out (the pipe's reading end,
  * close-on-exec, non-blocking: read it when it has exited; a child that fills it waits), or -1
  * with errno and nothing left behind. The daemon's helpers (a GPU scrub, scontrol). */
 int spawn_piped(const char *path, char *const argv[], pid_t *pid, int *pidfd, int *out);

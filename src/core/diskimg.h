@@ -21,6 +21,13 @@ const char *diskimg_mke2fs(const char *configured);
 /* A new sparse image of size_mb (O_EXCL: an existing file is an error). */
 int diskimg_create(const char *image, uint64_t size_mb, jerr *e);
 
+/* The helper process's first argument: joblet run as `joblet __diskimg-helper TOOL ARGV...`
+ * (the daemon's main hands it to diskimg_helper_main before anything else). */
+#define DISKIMG_HELPER_ARG "__diskimg-helper"
+/* The helper's whole life: forks TOOL with ARGV (a fixed PATH, LC_ALL=C; killed when the helper
+ * is), waits for it and writes its wait status to fd 3; does not return. */
+__attribute__((noreturn)) void diskimg_helper_main(int argc, char **argv);
+
 /* Starts mke2fs on image (its root directory owned by root_uid:root_gid) in a helper process
  * whose output goes to log_fd. Returns the helper's pid and sets *pidfd and *status_fd (the
  * helper writes mke2fs's wait status there, then exits), or -1. */

@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,43 +87,25 @@ const isolation_caps *isolation_caps_get(void) { return &caps; }
  * -1 when it could not run or did not exit 0. */
 static int capture(const char *const *argv, char *out, size_t len)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    /* posix_spawn, not fork: a fork marks every page of the daemon copy-on-write, and the
-     * start's next pass over the jobs (jobs_index_rebuild) took a page fault for each of them
-     * again: 61,000 faults, 0.8-1.7 s of a start with 150,000 jobs kept on a VM */
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    /* spawned, not forked: a fork marks every page of the daemon copy-on-write, and the start's
+     * next pass over the jobs (jobs_index_rebuild) took a page fault for each of them again:
+     * 61,000 faults, 0.8-1.7 s of a start with 150,000 jobs kept on a VM */
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        close(p[0]);
-        close(p[1]);
-        snprintf(out, len, "%s", strerror(rc));
+    int pidfd, fd;
+    if (spawn_piped(argv[0], (char *const *)argv, &pid, &pidfd, &fd) < 0) {
+        snprintf(out, len, "%s", strerror(errno));
         return -1;
     }
-    close(p[1]);
+    close(pidfd);
     size_t n = 0;
     int64_t deadline = mono_ns() + 5000000000LL;
     for (;;) {
         int left = (int)((deadline - mono_ns()) / 1000000);
-        struct pollfd pf = {p[0], POLLIN, 0};
+        struct pollfd pf = {fd, POLLIN, 0};
         if (left <= 0 || poll(&pf, 1, left) <= 0)
             break;
         char buf[4096];
-        ssize_t r = read(p[0], buf, sizeof buf);
+        ssize_t r = read(fd, buf, sizeof buf);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -134,7 +115,7 @@ static int capture(const char *const *argv, char *out, size_t len)
         n += take;
     }
     out[n] = 0;
-    close(p[0]);
+    close(fd);
     int st;
     pid_t w;
     /* EOF comes as it exits, a moment before it can be reaped */

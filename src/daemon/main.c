@@ -23,6 +23,7 @@
 #include "../common/util.h"
 #include "../exec/bpfdev.h"
 #include "../core/gpu_service.h"
+#include "../core/diskimg.h"
 #include "../core/gpu_cdi.h"
 #include "cert.h"
 #include "../core/gpu_spec.h"
@@ -449,6 +450,8 @@ int main(int argc, char **argv)
     bool cdi = false;
     const char *cfg_path = NULL, *state_dir = NULL, *sock = NULL, *level = NULL, *probe = NULL;
     int c;
+    if (argc > 1 && !strcmp(argv[1], DISKIMG_HELPER_ARG)) /* mke2fs's, e2fsck's waiter (diskimg.h) */
+        diskimg_helper_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "cert"))   /* joblet cert ...: no configuration (cert.h) */
         return cert_main(argc - 1, argv + 1);
     opterr = 0;
