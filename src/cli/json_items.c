@@ -391,8 +391,6 @@ static bool valid_key(const char *t, size_t *i, size_t n)
  * spaces: an item of 200,000 levels (400 KB) was 80 GB of text. */
 #define JSON_ITEMS_MAX_DEPTH 2048
 
-bool json_items_valid(const char *t, size_t n) { return json_items_valid_at(t, n, 0); }
-
 bool json_items_valid_at(const char *t, size_t n, int at)
 {
     char *open = NULL; /* the containers the value at i is in, '{' or '[' each */

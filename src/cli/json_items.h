@@ -44,15 +44,12 @@ void json_items_indent(const char *text, size_t n, int depth, char **out, size_t
  * a line of 4,000 spaces), so what is held of it stays bounded by flush_at, not by its size. */
 void json_items_indent_to(const char *text, size_t n, int depth, char **out, size_t *len, size_t *cap, size_t flush_at,
                           void (*flush)(void *ud), void *ud);
-/* Whether t[0..n) is one JSON value as RFC 8259 writes one (white space around it allowed; a
- * string's bytes are not checked as UTF-8; nested at most 2,048 deep, as jansson parses): an
- * item printed as it came (json_items_indent) is not parsed, and a server's malformed one would
- * be printed as if it were JSON. */
-bool json_items_valid(const char *t, size_t n);
-/* The same for a value printed at nesting level at (json_items_indent's depth: rnx job list's
- * items are 1, in the listing's array): its containers and those together at most 2,048 deep, so
- * that what is printed is parsed (an item 2,048 deep made a listing 2,049 deep, which jansson
- * refused). */
+/* Whether t[0..n) is one JSON value as jansson parses one, printed at nesting level at
+ * (json_items_indent's depth; rnx job list's items are 1, in the listing's array): RFC 8259's
+ * grammar, white space around it allowed, its strings' bytes UTF-8 (RFC 3629), its containers and
+ * those it is printed in at most 2,048 deep (an item 2,048 deep made a listing 2,049 deep, which
+ * jansson refused). An item printed as it came (json_items_indent) is not parsed: a server's
+ * malformed one would otherwise be printed as if it were JSON. */
 bool json_items_valid_at(const char *t, size_t n, int at);
 /* n bytes of s appended to *out (0-terminated after them), grown as json_items_indent grows it. */
 void json_items_append(char **out, size_t *len, size_t *cap, const char *s, size_t n);

@@ -144,7 +144,7 @@ static void test_item_bound(void **st)
         }
 }
 
-/* json_items_valid: what jansson takes as one value, and what it refuses, the same. */
+/* json_items_valid_at (level 0): what jansson takes as one value, and what it refuses, the same. */
 static void test_valid_as_jansson(void **st)
 {
     (void)st;
@@ -164,25 +164,25 @@ static void test_valid_as_jansson(void **st)
         json_t *v = json_loads(good[i], JSON_DECODE_ANY, NULL);
         assert_non_null(v);
         json_decref(v);
-        assert_true(json_items_valid(good[i], strlen(good[i])));
+        assert_true(json_items_valid_at(good[i], strlen(good[i]), 0));
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *v = json_loads(bad[i], JSON_DECODE_ANY, NULL);
         assert_null(v);
-        if (json_items_valid(bad[i], strlen(bad[i])))
+        if (json_items_valid_at(bad[i], strlen(bad[i]), 0))
             fail_msg("taken as JSON: %s", bad[i]);
     }
     /* a value cut anywhere is not one (but where the cut leaves a whole number) */
     const char *whole = good[0];
     for (size_t n = 0; n < strlen(whole); n++)
-        assert_false(json_items_valid(whole, n));
+        assert_false(json_items_valid_at(whole, n, 0));
     /* deep nesting: its containers grown past the first 64 */
     char deep[2001];
     memset(deep, '[', 1000);
     memset(deep + 1000, ']', 1000);
     deep[2000] = '\0';
-    assert_true(json_items_valid(deep, 2000));
-    assert_false(json_items_valid(deep, 1999));
+    assert_true(json_items_valid_at(deep, 2000, 0));
+    assert_false(json_items_valid_at(deep, 1999, 0));
     /* nested as deep as jansson parses (JSON_PARSER_MAX_DEPTH), and one level more: not JSON (an
      * item is laid out at 2 spaces a level, a line a value: 200,000 levels were 80 GB) */
     for (size_t d = JSON_PARSER_MAX_DEPTH; d <= JSON_PARSER_MAX_DEPTH + 1; d++) {
@@ -194,7 +194,7 @@ static void test_valid_as_jansson(void **st)
         json_t *v = json_loads(t, 0, NULL);
         assert_int_equal(v != NULL, d == JSON_PARSER_MAX_DEPTH);
         json_decref(v);
-        assert_int_equal(json_items_valid(t, 2 * d), d == JSON_PARSER_MAX_DEPTH);
+        assert_int_equal(json_items_valid_at(t, 2 * d, 0), d == JSON_PARSER_MAX_DEPTH);
         free(t);
     }
 }
@@ -216,8 +216,8 @@ static void test_valid_utf8_as_jansson(void **st)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *v = json_loads(cases[i], JSON_DECODE_ANY, NULL);
-        if (json_items_valid(cases[i], strlen(cases[i])) != (v != NULL))
-            fail_msg("case %zu: jansson %s, json_items_valid not", i, v ? "takes it" : "refuses it");
+        if (json_items_valid_at(cases[i], strlen(cases[i]), 0) != (v != NULL))
+            fail_msg("case %zu: jansson %s, json_items_valid_at not", i, v ? "takes it" : "refuses it");
         json_decref(v);
     }
     static const unsigned char pool[] = {'a', 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0,
@@ -232,11 +232,11 @@ static void test_valid_utf8_as_jansson(void **st)
         t[n++] = '"';
         t[n] = '\0';
         json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
-        if (json_items_valid(t, n) != (v != NULL)) {
+        if (json_items_valid_at(t, n, 0) != (v != NULL)) {
             char hex[64] = "";
             for (size_t k = 0; k < n; k++)
                 snprintf(hex + 3 * k, sizeof hex - 3 * k, "%02x ", (unsigned char)t[k]);
-            fail_msg("%s: jansson %s, json_items_valid not", hex, v ? "takes it" : "refuses it");
+            fail_msg("%s: jansson %s, json_items_valid_at not", hex, v ? "takes it" : "refuses it");
         }
         json_decref(v);
     }
@@ -258,7 +258,6 @@ static void test_valid_at_a_depth_as_jansson(void **st)
         json_t *v = json_loads(t, 0, NULL);
         assert_int_equal(json_items_valid_at(t + 1, 2 * d, 1), v != NULL);
         assert_int_equal(json_items_valid_at(t + 1, 2 * d, 1), d < JSON_PARSER_MAX_DEPTH);
-        assert_int_equal(json_items_valid_at(t + 1, 2 * d, 0), json_items_valid(t + 1, 2 * d));
         assert_int_equal(json_items_valid_at(t + 1, 2 * d, 2), d < JSON_PARSER_MAX_DEPTH - 1);
         json_decref(v);
         free(t);
