@@ -204,11 +204,6 @@ static size_t skip_space(const char *t, size_t i, size_t n)
     return i;
 }
 
-void json_items_indent(const char *t, size_t n, int depth, char **out, size_t *len, size_t *cap)
-{
-    json_items_indent_to(t, n, depth, out, len, cap, 0, NULL, NULL);
-}
-
 void json_items_indent_to(const char *t, size_t n, int depth, char **out, size_t *len, size_t *cap, size_t flush_at,
                           void (*flush)(void *ud), void *ud)
 {

@@ -37,21 +37,20 @@ void json_items_free(json_items *ji);
 
 /* The text of one JSON value (compact or not) appended to *out (*len of *cap, grown with
  * xrealloc) as json_dumpf lays it out with JSON_INDENT(2), nested depth levels in (its first line
- * not indented: the caller's place). Strings, numbers and literals are copied as they are. */
-void json_items_indent(const char *text, size_t n, int depth, char **out, size_t *len, size_t *cap);
-/* The same, flush(ud) called (to write *out and empty it) whenever *out holds flush_at bytes or
- * more: a value's layout takes up to 1 + 2 x depth bytes for each of its own (a ',' 2,000 deep is
- * a line of 4,000 spaces), so what is held of it stays bounded by flush_at, not by its size. */
+ * not indented: the caller's place). Strings, numbers and literals are copied as they are.
+ * flush(ud) (when not NULL) is called to write *out and empty it whenever *out holds flush_at bytes
+ * or more: a value's layout takes up to 1 + 2 x depth bytes for each of its own (a ',' 2,000 deep
+ * is a line of 4,000 spaces), so what is held of it stays bounded by flush_at, not by its size. */
 void json_items_indent_to(const char *text, size_t n, int depth, char **out, size_t *len, size_t *cap, size_t flush_at,
                           void (*flush)(void *ud), void *ud);
 /* Whether t[0..n) is one JSON value as jansson parses one, printed at nesting level at
- * (json_items_indent's depth; rnx job list's items are 1, in the listing's array): RFC 8259's
+ * (json_items_indent_to's depth; rnx job list's items are 1, in the listing's array): RFC 8259's
  * grammar, white space around it allowed, its strings' bytes UTF-8 (RFC 3629), its containers and
  * those it is printed in at most 2,048 deep (an item 2,048 deep made a listing 2,049 deep, which
- * jansson refused). An item printed as it came (json_items_indent) is not parsed: a server's
+ * jansson refused). An item printed as it came (json_items_indent_to) is not parsed: a server's
  * malformed one would otherwise be printed as if it were JSON. */
 bool json_items_valid_at(const char *t, size_t n, int at);
-/* n bytes of s appended to *out (0-terminated after them), grown as json_items_indent grows it. */
+/* n bytes of s appended to *out (0-terminated after them), grown as json_items_indent_to grows it. */
 void json_items_append(char **out, size_t *len, size_t *cap, const char *s, size_t n);
 
 #endif

@@ -1,6 +1,6 @@
 /* Unit tests for rnx's reader of a long answer's items (src/cli/json_items.c): the items of
  * {"jobs":[...]} whatever the pieces they come in, strings holding brackets and escapes, the
- * shapes refused, another layout handed back whole; and json_items_indent laying a value out as
+ * shapes refused, another layout handed back whole; and json_items_indent_to laying a value out as
  * jansson's JSON_INDENT(2) does. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -281,14 +281,14 @@ static void test_indent_as_jansson(void **st)
         char *want = json_dumps(v, JSON_INDENT(2));
         char *out = NULL;
         size_t len = 0, cap = 0;
-        json_items_indent(compact, strlen(compact), 0, &out, &len, &cap);
+        json_items_indent_to(compact, strlen(compact), 0, &out, &len, &cap, 0, NULL, NULL);
         assert_string_equal(out, want);
         /* one level in: what follows "[\n  " in the dump of [v] */
         json_t *arr = json_pack("[O]", v);
         char *in_arr = json_dumps(arr, JSON_INDENT(2));
         len = 0;
         json_items_append(&out, &len, &cap, "[\n  ", 4);
-        json_items_indent(compact, strlen(compact), 1, &out, &len, &cap);
+        json_items_indent_to(compact, strlen(compact), 1, &out, &len, &cap, 0, NULL, NULL);
         json_items_append(&out, &len, &cap, "\n]", 2);
         assert_string_equal(out, in_arr);
         free(in_arr);
