@@ -95,13 +95,14 @@ def test_a_trickled_upload_is_cut_and_gives_its_place_back(fresh_daemon):
     # its place, its request and its staged directory went with it
     wait_for(lambda: not [n for n in os.listdir(os.path.join(d.state, "jobs")) if n.startswith(".incoming-")],
              "the staged directory is removed")
-    st, again = api_as(d, USER, "POST", "/v1/jobs", streamed(3 * MIB))
-    assert st == 202, again
-    # a client at a healthy pace (1 MiB at a time, half a second apart) is not cut
+    # a client at a healthy pace (1 MiB at a time, half a second apart) is not cut; started (and
+    # connected) before the upload is made, then handed its path: on a loaded machine, Python's own
+    # start took more than the 2 s in which an upload's first PUT must come
     healthy = r"""
 import json, socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall(f"PUT {sys.argv[2]} HTTP/1.1\r\nHost: x\r\nContent-Length: {3 << 20}\r\n\r\n".encode())
+path = sys.stdin.readline().strip()
+s.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {3 << 20}\r\n\r\n".encode())
 for _ in range(3):
     time.sleep(0.5)
     s.sendall(b"h" * (1 << 20))
@@ -113,9 +114,17 @@ while b"\r\n\r\n" not in got:
     got += c
 print(got.split(b"\r\n")[0].decode())
 """
-    p = subprocess.run([*setpriv(USER), "/usr/bin/python3", "-c", healthy, d.sock, again["upload"]["path"]],
-                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
-    assert p.stdout.strip() == "HTTP/1.1 201 Created", (p.stdout, p.stderr, d.log()[-2000:])
+    client = subprocess.Popen([*setpriv(USER), "/usr/bin/python3", "-c", healthy, d.sock], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"})
+    try:
+        st, again = api_as(d, USER, "POST", "/v1/jobs", streamed(3 * MIB))
+        assert st == 202, again
+        out, err = client.communicate(again["upload"]["path"] + "\n", timeout=120)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    assert out.strip() == "HTTP/1.1 201 Created", (out, err, d.log()[-2000:])
 
 
 def test_a_trickled_copy_into_a_job_is_cut_with_its_helper(fresh_daemon):
