@@ -467,13 +467,17 @@ int spawn_fds(const char *path, char *const argv[], int out, int fd3, pid_t *pid
     posix_spawn_file_actions_adddup2(&fa, out, 2);
     if (fd3 >= 0)
         posix_spawn_file_actions_adddup2(&fa, fd3, 3);
-    /* the daemon blocks the signals its signalfd reads: the child starts with none blocked */
+    /* the daemon blocks the signals its signalfd reads and ignores SIGPIPE (main.c): the child
+     * starts with none blocked and none ignored (an ignored signal stays so across exec: a tool
+     * writing to a pipe closed under it got EPIPE where it dies, a shell loop never ended) */
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
-    sigset_t none;
+    sigset_t none, all;
     sigemptyset(&none);
+    sigfillset(&all);
     posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     int rc = posix_spawn(pid, path, &fa, &at, argv, environ);
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);

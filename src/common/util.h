@@ -28,7 +28,7 @@ int mkdir_p(const char *path, mode_t mode, jerr *e);
 /* Reads a whole small file into a NUL-terminated buffer (caller frees). */
 char *read_file(const char *path, size_t *len);
 /* Starts path with argv (environ as the environment), its stdin /dev/null, its stdout and stderr
- * out, its fd 3 fd3 (when >= 0; no other fd but those not close-on-exec), no signal blocked:
+ * out, its fd 3 fd3 (when >= 0; no other fd but those not close-on-exec), no signal blocked nor ignored:
  * 0 with *pid and *pidfd (readable when it exits), or -1 with errno and nothing left behind.
  * posix_spawn, never a fork of the caller: a fork of the daemon copies its page tables, which
  * grow with the jobs kept, and makes each of its pages fault again at its next write. */

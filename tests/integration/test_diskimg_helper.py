@@ -1,0 +1,116 @@
+"""mke2fs's and e2fsck's waiter is joblet's own executable run again (`joblet __diskimg-helper
+TOOL ARGV...`, core/diskimg.c, spawned from /proc/self/exe): what the tool it runs is handed
+(its argv whole, its stdin /dev/null, no other descriptor of the daemon's, no signal blocked or
+ignored), and that it still runs where joblet's executable was replaced while joblet runs (a
+package upgrade renames a new file over /usr/sbin/joblet: the running one's is deleted)."""
+import os
+import shutil
+
+import conftest
+from conftest import BUILD, wait_for
+
+# SigBlk/SigIgn of /proc/PID/status: hex masks, bit (n - 1) for signal n
+SIGPIPE = 13
+
+
+def fake_mke2fs(tmp_path):
+    """A mke2fs that writes what it was handed to tmp_path/seen.N (N its pid), then runs the
+    real one."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    os.chmod(tmp_path, 0o755)
+    script = tmp_path / "mke2fs"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"f={seen}/$$\n"
+        "ls -l /proc/$$/fd | sed -n 's/.* \\([0-9]*\\) -> /fd \\1 /p' > $f.fds\n"
+        "echo \"args: $*\" > $f.tmp; echo \"ppid: $PPID\" >> $f.tmp; cat $f.fds >> $f.tmp; rm $f.fds\n"
+        "grep -E '^Sig(Blk|Ign):' /proc/$$/status >> $f.tmp\n"
+        "mv $f.tmp $f\n"
+        "exec /usr/sbin/mke2fs \"$@\"\n")
+    script.chmod(0o755)
+    return script, seen
+
+
+def reports(seen):
+    out = []
+    for name in sorted(os.listdir(seen)):
+        if not name.endswith((".tmp", ".fds")):
+            with open(seen / name) as f:
+                out.append(f.read())
+    return out
+
+
+def parse(report):
+    r = {"fds": {}}
+    for line in report.splitlines():
+        k, _, v = line.replace("\t", " ").partition(" ")
+        if k == "fd":
+            n, _, target = v.partition(" ")
+            r["fds"][int(n)] = target
+        else:
+            r[k.rstrip(":")] = v.strip()
+    return r
+
+
+def need_mke2fs():
+    import pytest
+    if not os.path.exists("/usr/sbin/mke2fs") or not os.path.exists("/dev/loop-control"):
+        pytest.skip("no mke2fs or no loop devices here")
+
+
+def test_the_tool_the_helper_runs_gets_its_argv_and_nothing_else_of_the_daemons(fresh_daemon, tmp_path):
+    """A volume's mke2fs and a first job's /work mke2fs: their argv whole, their parent the helper
+    (whose own parent is joblet), fds 0 (/dev/null), 1 and 2 (the log) and nothing else (the
+    listing's own fd aside), no signal blocked and none ignored (joblet ignores SIGPIPE itself:
+    a tool run with it ignored gets EPIPE where it would have died, and a shell loop writing to a
+    pipe closed under it never ends)."""
+    need_mke2fs()
+    script, seen = fake_mke2fs(tmp_path)
+    d = fresh_daemon(f"jobs:\n  work_quota: 64MB\nvolumes:\n  mke2fs: {script}\n")
+    d.rnx("volume", "create", "hv", "--size=64MB", check=True)
+    jid = d.rnx("job", "run", "true", check=True).stdout.split()[-1]
+    assert d.wait(jid)["status"] == "COMPLETED"
+    got = [parse(r) for r in reports(seen)]
+    assert len(got) == 2, got
+    for r in got:
+        assert r["args"].startswith("-t ext4 -q -F -m 0 -E lazy_itable_init=1,lazy_journal_init=1,root_owner="), r
+        assert r["args"].split()[-1].endswith(("/image", ".img.new")), r
+        helper = int(r["ppid"])
+        assert not os.path.exists(f"/proc/{helper}") or helper != d.proc.pid, r
+        assert r["fds"].get(0) == "/dev/null", r
+        # (the shell's own: the script it reads)
+        others = {n: t for n, t in r["fds"].items() if n > 2 and t != str(script)}
+        assert not others, f"fds of the daemon's in mke2fs: {others}"
+        assert int(r["SigBlk"], 16) == 0, r
+        assert int(r["SigIgn"], 16) & (1 << (SIGPIPE - 1)) == 0, f"mke2fs runs with SIGPIPE ignored: {r}"
+    d.rnx("volume", "remove", "hv", check=True)
+
+
+def test_the_helper_runs_when_joblets_executable_was_replaced_while_it_runs(fresh_daemon, tmp_path, monkeypatch):
+    """joblet started from another directory, its executable then replaced as a package upgrade
+    does (a new file renamed over it: the running one's is deleted): a volume is still made, and a
+    new owner's /work image too (both by mke2fs under the helper, the running joblet's own
+    executable, /proc/self/exe)."""
+    need_mke2fs()
+    inst = tmp_path / "sbin"
+    inst.mkdir()
+    os.chmod(tmp_path, 0o755)
+    for name in os.listdir(BUILD):
+        src = os.path.join(BUILD, name)
+        if os.path.isfile(src) and os.access(src, os.X_OK) and name != "joblet":
+            os.symlink(src, inst / name)
+    shutil.copy2(os.path.join(BUILD, "joblet"), inst / "joblet")
+    monkeypatch.setattr(conftest, "BUILD", str(inst))
+    d = fresh_daemon("jobs:\n  work_quota: 64MB\n")
+    assert os.readlink(f"/proc/{d.proc.pid}/exe") == str(inst / "joblet")
+    shutil.copy2(os.path.join(BUILD, "joblet"), inst / "joblet.dpkg-new")
+    os.rename(inst / "joblet.dpkg-new", inst / "joblet")
+    wait_for(lambda: os.readlink(f"/proc/{d.proc.pid}/exe").endswith(" (deleted)"), "joblet's executable deleted")
+    p = d.rnx("volume", "create", "hv2", "--size=64MB")
+    assert p.returncode == 0, p.stdout + p.stderr
+    jid = d.rnx("job", "run", "sh", "-c", "df -m /work | tail -n1", check=True).stdout.split()[-1]
+    job = d.wait(jid)
+    assert job["status"] == "COMPLETED", (job, d.log()[-3000:])
+    assert job["work"]["quota_bytes"] > 0, job
+    d.rnx("volume", "remove", "hv2", check=True)
