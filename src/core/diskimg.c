@@ -106,8 +106,13 @@ static pid_t start_helper(const char *path, const char *const *argv, int log_fd,
     args[n++] = "joblet";
     args[n++] = DISKIMG_HELPER_ARG;
     args[n++] = path;
-    for (size_t i = 0; argv[i] && n < ARRAY_LEN(args) - 1; i++)
+    for (size_t i = 0; argv[i]; i++) {
+        /* (never cut short: the image is the last argument, a tool run without it is another) */
+        if (n == ARRAY_LEN(args) - 1)
+            return jerr_set(e, E2BIG, "start %s: more than %zu arguments for joblet's helper", path,
+                            ARRAY_LEN(args) - 4);
         args[n++] = argv[i];
+    }
     args[n] = NULL;
     int sp[2];
     if (pipe2(sp, O_CLOEXEC) < 0)

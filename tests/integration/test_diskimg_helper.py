@@ -114,3 +114,51 @@ def test_the_helper_runs_when_joblets_executable_was_replaced_while_it_runs(fres
     assert job["status"] == "COMPLETED", (job, d.log()[-3000:])
     assert job["work"]["quota_bytes"] > 0, job
     d.rnx("volume", "remove", "hv2", check=True)
+
+
+def test_a_stop_while_mke2fs_runs_ends_the_helper_and_the_tool(fresh_daemon, tmp_path):
+    """joblet stopped (SIGTERM) while a volume's mke2fs runs: the helper is killed (volumes'
+    shutdown) and with it the tool (its parent-death signal), none outlives the daemon; the next
+    start removes what was left of the volume."""
+    need_mke2fs()
+    import subprocess
+    slow = tmp_path / "slow-mke2fs"
+    pidfile = tmp_path / "mke2fs.pid"
+    os.chmod(tmp_path, 0o755)
+    slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}\nexec sleep 600\n")
+    slow.chmod(0o755)
+    d = fresh_daemon(f"jobs:\n  work_quota: 0\nvolumes:\n  mke2fs: {slow}\n")
+    creating = subprocess.Popen([os.path.join(BUILD, "rnx"), "volume", "create", "slow", "--size=64MB"],
+                                env={"JOBLET_SOCKET": d.sock, "PATH": "/usr/bin:/bin"},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tool = helper = None
+    try:
+        wait_for(lambda: pidfile.exists(), "mke2fs started")
+        tool = int(pidfile.read_text())
+        helper = int(open(f"/proc/{tool}/stat").read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{helper}/cmdline", "rb") as f:
+            assert f.read().split(b"\0")[1] == b"__diskimg-helper"
+        d.stop()
+        assert d.proc.returncode == 0, d.log()[-2000:]
+        creating.wait(timeout=60)
+
+        def gone(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            except FileNotFoundError:
+                return True
+        wait_for(lambda: gone(helper) and gone(tool), "the helper and mke2fs ended with joblet")
+        d.start()
+        names = [v["name"] for v in d.api("GET", "/v1/volumes")[1]["volumes"]]
+        assert "slow" not in names, names
+    finally:
+        for pid in (tool, helper):
+            if pid:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+        if creating.poll() is None:
+            creating.kill()
+            creating.wait()
