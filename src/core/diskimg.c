@@ -60,6 +60,11 @@ void diskimg_helper_main(int argc, char **argv)
             close(fd);
     pid_t me = getpid(), m = fork();
     if (m == 0) {
+        /* none blocked (the helper starts so, spawn_fds; a sanitizer's fork() returns in the child
+         * with every signal blocked: mke2fs ran deaf to all but SIGKILL in the sanitizer build) */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* the helper killed (daemon stopping, a timeout): the tool too */
         if (getppid() != me)
             _exit(127);
