@@ -23,7 +23,10 @@ def fake_mke2fs(tmp_path):
     script.write_text(
         "#!/bin/sh\n"
         f"f={seen}/$$\n"
-        "ls -l /proc/$$/fd | sed -n 's/.* \\([0-9]*\\) -> /fd \\1 /p' > $f.fds\n"
+        # listed by a child with no redirection of the shell's own: dash makes a redirection (or a
+        # pipe) in itself, a copy of the fd it replaces kept at 10 or above while the command runs
+        "sh -c 'ls -l /proc/$PPID/fd > \"$1\"' sh $f.raw\n"
+        "sed -n 's/.* \\([0-9]*\\) -> /fd \\1 /p' $f.raw > $f.fds; rm $f.raw\n"
         "echo \"args: $*\" > $f.tmp; echo \"ppid: $PPID\" >> $f.tmp; cat $f.fds >> $f.tmp; rm $f.fds\n"
         "grep -E '^Sig(Blk|Ign):' /proc/$$/status >> $f.tmp\n"
         "mv $f.tmp $f\n"
