@@ -456,6 +456,24 @@ size_t write_all(int fd, const void *p, size_t n)
     return done;
 }
 
+int std_fds_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        /* (the lowest fd free is this one: those below it are open) */
+        int got = open("/dev/null", O_RDWR);
+        if (got < 0)
+            return -1;
+        if (got != fd) { /* (not seen: something else opened one meanwhile) */
+            close(got);
+            errno = EBADF;
+            return -1;
+        }
+    }
+    return 0;
+}
+
 extern char **environ;
 
 int spawn_fds(const char *path, char *const argv[], int out, int fd3, pid_t *pid, int *pidfd)

@@ -27,6 +27,11 @@ int parse_ms(const char *s, int64_t *ms);
 int mkdir_p(const char *path, mode_t mode, jerr *e);
 /* Reads a whole small file into a NUL-terminated buffer (caller frees). */
 char *read_file(const char *path, size_t *len);
+/* Fds 0, 1 and 2 open: each one closed opened on /dev/null (the daemon's first step). Started
+ * with one closed, the first file the daemon opened took it: its log (stderr) went into the
+ * database, a client's connection or a job's descriptor, and a child spawned with `out` at 0-2
+ * lost it to spawn_fds's own redirections. 0, or -1 with errno. */
+int std_fds_open(void);
 /* Starts path with argv (environ as the environment), its stdin /dev/null, its stdout and stderr
  * out, its fd 3 fd3 (when >= 0; no other fd but those not close-on-exec), no signal blocked nor ignored:
  * 0 with *pid and *pidfd (readable when it exits), or -1 with errno and nothing left behind.

@@ -450,6 +450,10 @@ int main(int argc, char **argv)
     bool cdi = false;
     const char *cfg_path = NULL, *state_dir = NULL, *sock = NULL, *level = NULL, *probe = NULL;
     int c;
+    if (std_fds_open() < 0) { /* (before anything is opened: util.h) */
+        perror("joblet: opening /dev/null on fds 0-2");
+        return 1;
+    }
     if (argc > 1 && !strcmp(argv[1], DISKIMG_HELPER_ARG)) /* mke2fs's, e2fsck's waiter (diskimg.h) */
         diskimg_helper_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "cert"))   /* joblet cert ...: no configuration (cert.h) */

@@ -165,3 +165,44 @@ def test_a_stop_while_mke2fs_runs_ends_the_helper_and_the_tool(fresh_daemon, tmp
         if creating.poll() is None:
             creating.kill()
             creating.wait()
+
+
+def test_joblet_started_with_fds_0_to_2_closed_opens_them_on_dev_null(fresh_daemon):
+    """Started with its stdin, stdout and stderr closed (a careless init script, `joblet <&- >&-
+    2>&-`), joblet opens them on /dev/null first: otherwise the first files it opened took them,
+    and its log (stderr) went into whatever got fd 2 (its database, a listening socket, a client's
+    connection), and a child spawned with its output at 0-2 lost it. Its jobs and a volume's
+    mke2fs (through the helper) run as usual."""
+    import subprocess
+    import time
+    need_mke2fs()
+    d = fresh_daemon(start=False)
+
+    def close_std():
+        for fd in (0, 1, 2):
+            os.close(fd)
+
+    d.proc = subprocess.Popen(
+        [os.path.join(BUILD, "joblet"), "--config", d.config, "--state-dir", d.state, "--socket", d.sock,
+         "--log-level", "debug"],
+        preexec_fn=close_std, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                   **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
+
+    def answers():
+        if d.proc.poll() is not None:
+            raise AssertionError(f"joblet exited at start: {d.proc.returncode}")
+        try:
+            d.api("GET", "/v1/version")
+            return True
+        except OSError:
+            time.sleep(0.05)
+            return False
+    wait_for(answers, "joblet to answer", 20)
+    for fd in (0, 1, 2):
+        assert os.readlink(f"/proc/{d.proc.pid}/fd/{fd}") == "/dev/null", (fd, os.listdir(f"/proc/{d.proc.pid}/fd"))
+    d.rnx("volume", "create", "nullfds", "--size=64MB", check=True)
+    jid = d.rnx("job", "run", "--volume=nullfds", "sh", "-c", "echo made > /volumes/nullfds/f; cat /volumes/nullfds/f",
+                check=True).stdout.split()[-1]
+    assert d.wait(jid)["status"] == "COMPLETED"
+    assert d.output(jid) == "made\n"
+    d.rnx("volume", "remove", "nullfds", check=True)

@@ -42,7 +42,12 @@ def test_tasks_released_of_an_interleaved_list_are_all_made_once(fresh_daemon):
         d.start()
         assert counts(d, aid) == {"COMPLETED": 321, "HELD": 802 - 321}, counts(d, aid)
         d.rnx("job", "release", aid, check=True)
-        wait_for(lambda: counts(d, aid) == {"COMPLETED": 802}, "every task to run once released whole", 300)
+        try:
+            wait_for(lambda: counts(d, aid) == {"COMPLETED": 802}, "every task to run once released whole", 300)
+        except AssertionError:
+            left = [(t["array"]["task"], t["status"]) for t in tasks_of(d, aid) if t["status"] != "COMPLETED"]
+            raise AssertionError(f"released whole, the tasks did not all complete: {counts(d, aid)}; "
+                                 f"{d.job(aid)['array']}; made and not completed: {left[:20]}\n{d.log()[-4000:]}")
         assert done_tasks(d, aid) == list(range(802))
     finally:
         d.rnx("job", "cancel", aid)
