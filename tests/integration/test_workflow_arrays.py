@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import BUILD, ROOT, Daemon, api_seconds as ms, need_root, tasks_of, wait_for
+from test_dependencies import GATE, release
 from test_workflows import job, submit, wf_get
 
 
@@ -47,14 +48,17 @@ def sweep_array(d, wid):
 
 def test_prep_sweep_report_runs_in_order(d):
     wid = submit(d, "pipeline",
-                 job("prep", "sleep 0.5"),
+                 job("prep", GATE),
                  job("sweep", "sleep 0.2; echo task $JOBLET_ARRAY_TASK_ID", requires=[("prep", "COMPLETED")],
                      array="0-5%2"),
                  job("report", "true", requires=[("sweep", "COMPLETED")]))["id"]
-    # while prep runs, the array waits and no task of it is made
+    # while prep runs (until the test opens its gate), the array waits and no task of it is made
+    prep_id = wait_for(lambda: entry(wf_get(d, wid), "prep")["job_id"], "prep to be made", 60)
+    d.wait_status(prep_id, "RUNNING")
     e = sweep_array(d, wid)
     assert e["status"] == "PENDING" and e["array"]["made"] == 0, e
     assert e["array"]["wait"] and "workflow" in e["array"]["wait"], e
+    release(d, prep_id)
     # no more than two at once (sampled), and the workflow is RUNNING meanwhile
     aid = e["job_id"]
     most = 0
