@@ -1,6 +1,8 @@
 /* The items of {"KEY":[...]} as they come, and their text indented (json_items.h). */
 #include "json_items.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,6 +287,22 @@ static size_t utf8_len(const char *t, size_t k, size_t n, unsigned char c)
     return len;
 }
 
+/* The 4 hex digits at t[k]: their value, or -1 when they are not 4 hex digits. */
+static long hex4(const char *t, size_t k, size_t n)
+{
+    long v = 0;
+    for (size_t h = 0; h < 4; h++) {
+        if (k + h >= n)
+            return -1;
+        char c = t[k + h];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
 /* A string at t[*i] ('"'), its end past it into *i: its escapes as JSON has them, no control
  * character in it, its bytes UTF-8 (RFC 8259 8.1; jansson refuses others, and rnx's parse of a
  * whole answer did). */
@@ -313,9 +331,18 @@ static bool valid_string(const char *t, size_t *i, size_t n)
         if (++k >= n)
             return false;
         if (t[k] == 'u') {
-            for (int h = 0; h < 4; h++)
-                if (++k >= n || !strchr("0123456789abcdefABCDEF", t[k]) || !t[k])
+            /* jansson refuses \u0000 (no JSON_ALLOW_NUL) and a surrogate but a high one
+             * followed by a low one */
+            long u = hex4(t, k + 1, n);
+            k += 4;
+            if (u <= 0 || (u >= 0xdc00 && u <= 0xdfff))
+                return false;
+            if (u >= 0xd800 && u <= 0xdbff) {
+                long lo = k + 2 < n && t[k + 1] == '\\' && t[k + 2] == 'u' ? hex4(t, k + 3, n) : -1;
+                if (lo < 0xdc00 || lo > 0xdfff)
                     return false;
+                k += 6;
+            }
         } else if (!t[k] || !strchr("\"\\/bfnrt", t[k])) {
             return false;
         }
@@ -330,6 +357,30 @@ static size_t digits(const char *t, size_t i, size_t n)
     return i;
 }
 
+/* Whether the number t[0..len) (its syntax checked) is one jansson takes: an integer (no '.',
+ * no exponent) that fits json_int_t (strtoll), a real that does not overflow a double (strtod;
+ * one that underflows is taken, as 0). */
+static bool number_fits(const char *t, size_t len, bool integer)
+{
+    char small[64], *s = len < sizeof small ? small : malloc(len + 1);
+    if (!s)
+        return false;
+    memcpy(s, t, len);
+    s[len] = '\0';
+    errno = 0;
+    bool ok;
+    if (integer) {
+        (void)strtoll(s, NULL, 10);
+        ok = errno != ERANGE;
+    } else {
+        double v = strtod(s, NULL);
+        ok = !(errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL));
+    }
+    if (s != small)
+        free(s);
+    return ok;
+}
+
 /* A number, true, false or null at t[*i], its end into *i. */
 static bool valid_scalar(const char *t, size_t *i, size_t n)
 {
@@ -342,6 +393,8 @@ static bool valid_scalar(const char *t, size_t *i, size_t n)
             return true;
         }
     }
+    size_t start = k;
+    bool integer = true;
     if (k < n && t[k] == '-')
         k++;
     if (k < n && t[k] == '0')
@@ -355,6 +408,7 @@ static bool valid_scalar(const char *t, size_t *i, size_t n)
         if (f == k + 1)
             return false;
         k = f;
+        integer = false;
     }
     if (k < n && (t[k] == 'e' || t[k] == 'E')) {
         k++;
@@ -364,7 +418,10 @@ static bool valid_scalar(const char *t, size_t *i, size_t n)
         if (x == k)
             return false;
         k = x;
+        integer = false;
     }
+    if (!number_fits(t + start, k - start, integer))
+        return false;
     *i = k;
     return true;
 }

@@ -242,6 +242,43 @@ static void test_valid_utf8_as_jansson(void **st)
     }
 }
 
+/* \u escapes and numbers as jansson (flags 0, as rnx parses a whole answer) takes them: no
+ * \u0000, a surrogate only as a high one followed by a low one, an integer that fits json_int_t,
+ * a real that does not overflow a double (one that underflows is 0); each case against jansson. */
+static void test_valid_escapes_and_numbers_as_jansson(void **st)
+{
+    (void)st;
+    const char *cases[] = {
+        "\"\\u0000\"", "\"a\\u0000b\"", "{\"\\u0000\":1}", "\"\\u0001\"", "\"\\u00e9\"", "\"\\uFFFF\"",
+        "\"\\ud800\"", "\"\\uDBFF\"", "\"\\udc00\"", "\"\\uDFFF\"", "\"\\ud800\\udc00\"", "\"\\uDBFF\\uDFFF\"",
+        "\"\\ud800\\ud800\"", "\"\\ud800\\u0041\"", "\"\\ud800x\"", "\"\\ud800\\n\"", "\"\\ud800\\\"",
+        "\"\\udc00\\ud800\"", "\"x\\ud83d\\ude00y\"", "\"\\ud800\\udc0\"", "\"\\ud800\\uzc00\"",
+        "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+        "99999999999999999999999999", "-0", "0.0", "1e308", "1e309", "-1e309", "1.7976931348623157e308",
+        "1.7976931348623159e308", "1e-400", "-1e-400", "4.9e-324", "123456789012345678901234567890.5",
+        "[1e400]", "{\"n\":18446744073709551616}", "1E+2", "0e0",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *v = json_loads(cases[i], JSON_DECODE_ANY, NULL);
+        if (json_items_valid_at(cases[i], strlen(cases[i]), 0) != (v != NULL))
+            fail_msg("case %s: jansson %s, json_items_valid_at not", cases[i], v ? "takes it" : "refuses it");
+        json_decref(v);
+    }
+    /* a number of 100,000 digits: an integer too big, a real that is not (its digits after the
+     * point), one that is (its digits before an exponent) */
+    size_t n = 100000;
+    char *t = malloc(n + 3);
+    assert_non_null(t);
+    memset(t, '7', n);
+    t[n] = '\0';
+    assert_false(json_items_valid_at(t, n, 0));
+    t[1] = '.';
+    assert_true(json_items_valid_at(t, n, 0));
+    t[1] = '7', t[n] = 'e', t[n + 1] = '9', t[n + 2] = '\0';
+    assert_false(json_items_valid_at(t, n + 2, 0));
+    free(t);
+}
+
 /* An item printed one level in (rnx job list: inside the listing's array) is taken only as deep as
  * jansson parses the listing printed: [ITEM] */
 static void test_valid_at_a_depth_as_jansson(void **st)
@@ -309,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_item_bound),
         cmocka_unit_test(test_valid_as_jansson),
         cmocka_unit_test(test_valid_utf8_as_jansson),
+        cmocka_unit_test(test_valid_escapes_and_numbers_as_jansson),
         cmocka_unit_test(test_valid_at_a_depth_as_jansson),
         cmocka_unit_test(test_indent_as_jansson),
     };
