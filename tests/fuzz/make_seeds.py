@@ -333,6 +333,23 @@ def jsonscan_seeds():
     out("jsonscan", "tight", bytes([0x0b, 0x33, 0x40]) + texts["job"])
 
 
+# ---- json_items: one byte, the level an item is printed at (fuzz_json_items.c), then the item --
+def json_items_seeds():
+    texts = {
+        "job": b'{"id": "3f2a", "status": "COMPLETED", "args": ["x y", "q\\"], "exit_code": 0, "gpus": [],'
+               b' "r": -1.5e+3, "n": null, "t": true}',
+        "escapes": b'"a\n\u00e9\u20ac\ud83d\ude00\"\/"',
+        "utf8": '"caf\u00e9 é € 😀"'.encode(),
+        "deep": b"[" * 30 + b"]" * 30,
+        "numbers": b"[0, -0, 9223372036854775807, 9223372036854775808, 1e308, 1e309, 1e-400, 0.5E-3]",
+        "nul": b'["\u0000", "\ud800", "\udc00x"]',
+        "broken": b'{"a": [1, 2}',
+    }
+    for name, t in texts.items():
+        for level in (0, 1):
+            out("json_items", f"{name}-{level}", bytes([level]) + t)
+
+
 # ---- routes: requests through the route table (fuzz_routes.c) -----------------------------------
 def routes_seeds():
     methods = {"GET": 0, "POST": 1, "DELETE": 2, "HEAD": 5, "PUT": 6}
@@ -435,6 +452,7 @@ if __name__ == "__main__":
     parse_seeds()
     jobreq_json_seeds()
     jsonscan_seeds()
+    json_items_seeds()
     jobreq_text_seeds()
     sbatch_seeds()
     srun_seeds()
