@@ -468,10 +468,7 @@ int array_ctl_reap(const caller *who, int64_t empty_for_ms, int64_t now, jerr *e
         jarray *a = arrs[i];
         if (!arrays_visible(a, who) || !arrays_ended(a) || depend_named_has(&named, a->seq))
             continue;
-        bool left = false;
-        for (size_t k = 0; k < a->ntasks && !left; k++)
-            left = a->tasks[k] != NULL;
-        if (left)
+        if (a->nlinked) /* (a job of its is kept: arrays.h, counted as slots change) */
             continue;
         if (!a->empty_since_ms)
             a->empty_since_ms = now;
