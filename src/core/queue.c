@@ -218,6 +218,13 @@ static int pick_task(jarray *a, uint32_t *t)
 /* How often a task that could not be made for now is warned of, at most: the pass tries again
  * each time it comes, which may be many times a second. */
 #define QUEUE_MAKE_WARN_MS 60000
+/* ... and how soon it is tried again at the latest: a pass comes when something asks for one (a
+ * job's end, a request, a commit, an account look-up answered), and the one that failed may be
+ * the last (the array's tasks all ended, nobody asking): the array then waited QUEUED for ever,
+ * its owner's account known again long since. As a job waits for its owner's account
+ * (ACCOUNT_RETRY_MS). The pass's earliest such time, 0 none (schedule). */
+#define QUEUE_MAKE_RETRY_MS ACCOUNT_RETRY_MS
+static int64_t make_retry_ms;
 
 /* Task t of a could not be made (submit_task failed with e); true when the array's tasks left were
  * canceled for it. A refusal for good (a 4xx-class one, 429 aside: its volume gone or another, its
@@ -241,13 +248,16 @@ static bool make_failed(jarray *a, uint32_t t, const jerr *e)
     }
     if (e->code == EINPROGRESS)
         return false; /* its owner's account is being looked up: the pass comes again once it is answered */
+    if (!make_retry_ms)
+        make_retry_ms = now_ms() + QUEUE_MAKE_RETRY_MS;
     a->make_failures++;
     int64_t now = mono_ns() / 1000000;
     if (a->make_warned_ms && now - a->make_warned_ms < QUEUE_MAKE_WARN_MS)
         return false;
     log_warn("array %s: its task %u could not be made (%u tr%s since the last warning): %s; tried again as the "
-             "scheduler passes, warned of at most once a minute", a->id, t, a->make_failures,
-             a->make_failures == 1 ? "y" : "ies", e->msg[0] ? e->msg : "no reason given");
+             "scheduler passes (every %d s at the latest), warned of at most once a minute", a->id, t,
+             a->make_failures, a->make_failures == 1 ? "y" : "ies", e->msg[0] ? e->msg : "no reason given",
+             QUEUE_MAKE_RETRY_MS / 1000);
     a->make_warned_ms = now ? now : 1;
     a->make_failures = 0;
     return false;
@@ -363,6 +373,7 @@ static void start_failed(job *j, const jerr *e)
 static void schedule(void)
 {
     int64_t lookup_retry_ms = 0; /* a job whose owner's account could not be looked up: when again */
+    make_retry_ms = 0;
     size_t n = 0, narr, nqueued;
     /* first, as it makes and ends jobs: tasks that wait task by task and never can go */
     /* (a copy: making and canceling tasks takes arrays off the list as this pass goes) */
@@ -581,6 +592,8 @@ static void schedule(void)
     core.sched_wakeup_ms = out.next_wakeup_ms;
     if (lookup_retry_ms && (!core.sched_wakeup_ms || lookup_retry_ms < core.sched_wakeup_ms))
         core.sched_wakeup_ms = lookup_retry_ms;
+    if (make_retry_ms && (!core.sched_wakeup_ms || make_retry_ms < core.sched_wakeup_ms))
+        core.sched_wakeup_ms = make_retry_ms;
     /* tasks left to cancel task by task: at the next turn (they end no job to ask for a pass) */
     if (more_canceled)
         core.sched_wakeup_ms = now_ms();

@@ -2,11 +2,13 @@
 daemon and rnx as root: a memory volume an array still has tasks to make with is not released
 between its tasks, `rnx volume remove` refuses a volume such an array names (naming the array),
 and a task that can never be made (its volume gone) ends the array, saying why, instead of being
-tried again at every pass of the scheduler while the array stays QUEUED for ever."""
+tried again at every pass of the scheduler while the array stays QUEUED for ever; one that could
+not be made for now (its owner's account look-up failed) is tried again until it is."""
 import json
+import os
 import time
 
-from conftest import wait_array, wait_for
+from conftest import local_account, preload_object, rnx_as, wait_array, wait_for
 from test_dependencies import GATE, release
 
 
@@ -98,3 +100,61 @@ def test_a_task_that_can_never_be_made_ends_the_array_saying_why(fresh_daemon):
     a = d.job(aid)
     assert a["status"] == "CANCELED" and "volume 'm' is gone" in (a["array"]["wait"] or ""), a
 
+
+
+# getpwuid_r of FAIL_NSS_UID fails (EIO: a directory service away) while the file FAIL_NSS_FLAG is
+# there; every other look-up, and that one without the file, is the system's
+_FAIL_PWUID = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, struct passwd **out)
+{
+    static __typeof__(getpwuid_r) *real;
+    if (!real)
+        real = (__typeof__(getpwuid_r) *)dlsym(RTLD_NEXT, "getpwuid_r");
+    const char *u = getenv("FAIL_NSS_UID"), *flag = getenv("FAIL_NSS_FLAG");
+    if (u && flag && (uid_t)atol(u) == uid && access(flag, F_OK) == 0) {
+        *out = NULL;
+        return EIO;
+    }
+    return real(uid, pw, buf, len, out);
+}
+"""
+
+
+def test_a_task_not_made_for_now_is_tried_again_with_nothing_else_to_wake_the_scheduler(fresh_daemon, tmp_path):
+    """An array released whole while its owner's account look-up fails (EIO, not "no such
+    account"): its next task cannot be made for now (503), which is no reason to cancel it. Nothing
+    else happens on the daemon (no job runs, no request but the test's as root, whose account is
+    known for account_cache_s): the look-up working again, the task is made all the same, and the
+    others after it. The pass that failed asked for no pass after it, and the array stayed QUEUED
+    for ever (tried again "as the scheduler passes", which it no longer did)."""
+    so = preload_object(tmp_path, _FAIL_PWUID, "failpw")
+    flag = tmp_path / "fail"
+    with local_account("jtah") as (_, uid, gid):
+        d = fresh_daemon("server:\n  account_cache_s: 3600\n",
+                         env={"LD_PRELOAD": so, "FAIL_NSS_UID": str(uid), "FAIL_NSS_FLAG": str(flag)})
+        p = rnx_as(d, (uid, gid), "job", "run", "--hold", "--array=0-3", "true")
+        assert p.returncode == 0, p.stderr
+        aid = p.stdout.split()[-1]
+        try:
+            # a daemon that knows nothing of the account yet: its first look-up fails
+            flag.write_text("")
+            d.kill9()
+            d.start()
+            d.rnx("job", "release", aid, check=True)
+            wait_for(lambda: "its task 0 could not be made" in d.log(), "the task's making to fail", 60)
+            assert d.job(aid)["array"]["counts"] == {"QUEUED": 4}, d.job(aid)
+            os.unlink(flag)
+            try:
+                wait_for(lambda: d.job(aid)["array"]["counts"] == {"COMPLETED": 4}, "the tasks to be made and run",
+                         120)
+            except AssertionError:
+                raise AssertionError(f"{d.job(aid)['array']}\n{d.log()[-3000:]}")
+        finally:
+            d.rnx("job", "cancel", aid)
