@@ -1,11 +1,10 @@
 /* The items of {"KEY":[...]} as they come, and their text indented (json_items.h). */
 #include "json_items.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/jsonscan.h"
 #include "../common/util.h"
 
 enum ji_phase { JI_PREFIX, JI_BETWEEN, JI_ITEM, JI_CLOSE, JI_DONE, JI_OTHER, JI_BAD };
@@ -357,30 +356,6 @@ static size_t digits(const char *t, size_t i, size_t n)
     return i;
 }
 
-/* Whether the number t[0..len) (its syntax checked) is one jansson takes: an integer (no '.',
- * no exponent) that fits json_int_t (strtoll), a real that does not overflow a double (strtod;
- * one that underflows is taken, as 0). */
-static bool number_fits(const char *t, size_t len, bool integer)
-{
-    char small[64], *s = len < sizeof small ? small : malloc(len + 1);
-    if (!s)
-        return false;
-    memcpy(s, t, len);
-    s[len] = '\0';
-    errno = 0;
-    bool ok;
-    if (integer) {
-        (void)strtoll(s, NULL, 10);
-        ok = errno != ERANGE;
-    } else {
-        double v = strtod(s, NULL);
-        ok = !(errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL));
-    }
-    if (s != small)
-        free(s);
-    return ok;
-}
-
 /* A number, true, false or null at t[*i], its end into *i. */
 static bool valid_scalar(const char *t, size_t *i, size_t n)
 {
@@ -394,7 +369,6 @@ static bool valid_scalar(const char *t, size_t *i, size_t n)
         }
     }
     size_t start = k;
-    bool integer = true;
     if (k < n && t[k] == '-')
         k++;
     if (k < n && t[k] == '0')
@@ -408,7 +382,6 @@ static bool valid_scalar(const char *t, size_t *i, size_t n)
         if (f == k + 1)
             return false;
         k = f;
-        integer = false;
     }
     if (k < n && (t[k] == 'e' || t[k] == 'E')) {
         k++;
@@ -418,9 +391,8 @@ static bool valid_scalar(const char *t, size_t *i, size_t n)
         if (x == k)
             return false;
         k = x;
-        integer = false;
     }
-    if (!number_fits(t + start, k - start, integer))
+    if (jsonscan_number_too_big(t + start, k - start)) /* (one jansson cannot hold) */
         return false;
     *i = k;
     return true;

@@ -140,29 +140,40 @@ static void passed(scan *s, jsonscan_over what, size_t amount, unsigned upto, si
     where(s, upto, r->where, sizeof r->where);
 }
 
-/* Whether the number text[0, n), as jansson reads one (an integer when it has no '.', 'e' or 'E';
- * strtoll, else strtod), is one jansson cannot hold: an integer outside 64 bits, a real whose
- * magnitude is past a double's. What is not a number at all is left to jansson. */
-static bool number_too_big(const char *text, size_t n)
+bool jsonscan_number_too_big(const char *text, size_t n)
 {
-    char buf[64];
+    char small[64];
     bool real = memchr(text, '.', n) || memchr(text, 'e', n) || memchr(text, 'E', n);
     size_t digits = 0;
     for (size_t k = 0; k < n; k++)
         digits += is_digit(text[k]);
     if (!real && digits > 19) /* past 19 digits it cannot fit; within, strtoll says */
         return true;
-    if (n >= sizeof buf) /* a real that long: jansson reads it (or refuses it) itself */
-        return false;
+    char *buf = n < sizeof small ? small : malloc(n + 1);
+    if (!buf)
+        return true; /* (not known: taken as too big) */
     memcpy(buf, text, n);
     buf[n] = 0;
     errno = 0;
+    bool big;
     if (!real) {
         (void)strtoll(buf, NULL, 10);
-        return errno == ERANGE;
+        big = errno == ERANGE;
+    } else {
+        double v = strtod(buf, NULL);
+        big = errno == ERANGE && isinf(v);
     }
-    double v = strtod(buf, NULL);
-    return errno == ERANGE && isinf(v);
+    if (buf != small)
+        free(buf);
+    return big;
+}
+
+/* The same while scanning: a real of 64 bytes or more is left to jansson, which reads it (or
+ * refuses it) itself. */
+static bool number_too_big(const char *text, size_t n)
+{
+    bool real = memchr(text, '.', n) || memchr(text, 'e', n) || memchr(text, 'E', n);
+    return real && n >= 64 ? false : jsonscan_number_too_big(text, n);
 }
 
 /* A value begins at offset at: counted in the text and in its container. */

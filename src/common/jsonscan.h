@@ -63,6 +63,12 @@ typedef struct jsonscan_result {
     size_t values, containers, max_members, max_elements, max_string, max_key;
 } jsonscan_result;
 
+/* Whether the number text[0, n) (JSON's syntax: an integer when it has no '.', 'e' or 'E') is one
+ * jansson cannot hold: an integer outside 64 bits (strtoll), a real whose magnitude is past a
+ * double's (strtod; one that underflows is taken, as 0). rnx's check of a listing's items
+ * (cli/json_items.c) asks it too. */
+bool jsonscan_number_too_big(const char *text, size_t n);
+
 /* Scans len bytes of text (no NUL needed). Returns res->over. */
 jsonscan_over jsonscan(const char *text, size_t len, const jsonscan_limits *lim, jsonscan_result *res);
 
