@@ -622,10 +622,13 @@ static void on_shim_exit(watch *w, uint32_t events)
     loop_del(w);
     close(w->fd);
     w->fd = -1;
-    if (!job_state_terminal(j->state)) {
+    /* (a shim that told its end is no longer the job's: the job, requeued, may wait again) */
+    if (!job_state_terminal(j->state) && j->shim_pid > 0) {
         finalize(j);
     }
     job_launch_unwait(j);
+    if (job_in_queue(j))
+        state_want(WANT_SCHEDULE); /* requeued while it tidied up: it may go now (job_launch_tidying) */
     if (j->cg2_made) {
         /* the shim has detached its device filter and its job is gone: the directory is empty */
         if (rmdir(j->cg2_made) < 0 && errno != ENOENT)
@@ -804,6 +807,12 @@ void job_launch_refresh(job *j)
     char dir[700];
     jobs_dir_of(j, dir, sizeof dir);
     read_started(j, dir);
+}
+
+bool job_launch_tidying(const job *j)
+{
+    /* (finalize: a shim whose end was told is no longer the job's, and is watched until it ends) */
+    return j->shim_pid <= 0 && j->w_pid.fd >= 0;
 }
 
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */

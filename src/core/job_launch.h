@@ -78,6 +78,12 @@ int job_launch_requeue(job *j, uid_t by, jerr *e);
 void job_launch_forget(job *j);
 /* An adopted job whose start the previous joblet did not hear: the shim's file tells. */
 void job_launch_refresh(job *j);
+
+/* Whether the shim of the job's run before still runs, the job waiting again (requeued): it
+ * tidies up what is named after the job (its cgroups, its gVisor sandbox), and a new run would
+ * be made in what it removes (its processes killed with the old ones). Its end asks for a
+ * scheduler pass. */
+bool job_launch_tidying(const job *j);
 /* A running job's usage, read from its cgroup now (unchanged when it has none). */
 void job_launch_live_usage(const job *j, job_usage *u);
 

@@ -423,6 +423,13 @@ static void schedule(void)
                 a->unsaved_pass = pass;
             continue;
         }
+        if (job_launch_tidying(j)) {
+            /* requeued: its run before is still being tidied up (its shim's end asks a pass) */
+            j->wait_why = SW_TIDYING;
+            j->queue_position = 0;
+            back[nback++] = j;
+            continue;
+        }
         if (a && a->spec->throttle) {
             if (a->pass != pass)
                 a->pass = pass, a->pass_runs = 0;
@@ -767,6 +774,10 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
         snprintf(out, len, "its owner's account (uid %u) is being looked up at its start, or could not be (is the "
                            "directory service away?); tried again every %d s", (unsigned)j->owner_uid,
                  ACCOUNT_RETRY_MS / 1000);
+        break;
+    case SW_TIDYING:
+        snprintf(out, len, "its run before is still being tidied up (its cgroups, its sandbox): it starts once "
+                           "that run's shim has ended");
         break;
     case SW_NET_FULL:
         snprintf(out, len, "waits for an address on network %s: all it has are taken by the jobs on it (or starting "

@@ -541,8 +541,20 @@ int cg_create_for(const cg_host *h, const char *name, const cg_limits *l, cg_job
     for (size_t i = 0; i < n; i++) {
         if (mkdir(dirs[i], 0755) == 0)
             continue;
+        /* left by a run before of the same job whose shim gave it up busy (cg_destroy), and
+         * empty since: removed, made anew. One that holds processes is refused, not joined. */
+        bool busy = false;
+        if (errno == EEXIST) {
+            if (rmdir(dirs[i]) < 0) {
+                busy = errno == EBUSY;
+                errno = EEXIST;
+            } else if (mkdir(dirs[i], 0755) == 0) {
+                continue;
+            }
+        }
         if (errno == EEXIST)
-            jerr_set(e, EEXIST, "cgroup %s already exists", dirs[i]);
+            jerr_set(e, EEXIST, "cgroup %s already exists%s", dirs[i],
+                     busy ? " and holds processes (left by a run before of the job, or not joblet's)" : "");
         else
             jerr_sys(e, "mkdir %s", dirs[i]);
         while (i--)

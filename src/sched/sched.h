@@ -115,6 +115,11 @@ enum sched_wait {
                               * failed) */
     SW_ACCOUNT_LOOKUP,       /* its owner's account could not be looked up at its start (a
                               * directory service away: core/queue.c, core/account.h); tried again */
+    SW_TIDYING,              /* requeued (after its end, or stopped to go back): the shim of its
+                              * run before still tidies up what is named after the job (its
+                              * cgroups, its gVisor sandbox), which a new run would be made in and
+                              * killed with (core/queue.c: kept out of the scheduler's input; it
+                              * goes once that shim has ended) */
 };
 
 typedef struct sched_output {

@@ -11,10 +11,13 @@ daemon have their own."""
 import datetime
 import os
 import shutil
+import subprocess
+import time
 
 import pytest
 
 from conftest import ROOT, submit_array, tasks_of, wait_array
+from test_limits import job_cgroup_dirs
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 CONFIG = f"gpu:\n  fixture: {FIX}/a100-pcie-4/machine.json\n  scrub: 0\n"
@@ -27,6 +30,19 @@ def d():
     dm = Daemon(CONFIG).start()
     yield dm
     dm.cleanup()
+
+
+def explain(d, jid):
+    """A job's state, events, shim.log and joblet's log's end: what a failed assertion prints."""
+    code, j = d.api("GET", f"/v1/jobs/{jid}?detail=1")
+    try:
+        with open(os.path.join(d.state, "jobs", jid, "shim.log"), errors="replace") as f:
+            shim = f.read()[-3000:]
+    except OSError as e:
+        shim = str(e)
+    return (f"{j['status']}, run {j['preemptions'] + 1}, error {j.get('error')!r}; events "
+            f"{[(e['event'], e['detail']) for e in j['detail']['events']]}\nshim.log: {shim}\n"
+            f"joblet: {d.log()[-3000:]}")
 
 
 def requeued_events(d, jid):
@@ -182,7 +198,7 @@ def test_gpu_time_of_the_earlier_run_is_kept_once(d):
     assert first["usage"]["gpu_ms_before"] == 0
     assert d.api("POST", f"/v1/jobs/{jid}/requeue")[0] == 200
     j = d.wait(jid)
-    assert (j["status"], j["preemptions"]) == ("COMPLETED", 1), j
+    assert (j["status"], j["preemptions"]) == ("COMPLETED", 1), explain(d, jid)
     assert j["usage"]["gpu_ms_before"] == round(run1 * 1000), (j["usage"], run1)
     run2 = (ms(j["ended_at"]) - ms(j["started_at"])) / 1000.0 * len(j["gpus"])
     assert "GPU-seconds" in requeued_events(d, jid)[0]["detail"]
@@ -192,6 +208,102 @@ def test_gpu_time_of_the_earlier_run_is_kept_once(d):
     per_gpu = sum(g["gpu_seconds"] for g in h["per_gpu"])
     per_user = sum(u["gpu_seconds"] for u in h["per_user"])
     assert per_user - per_gpu == pytest.approx(run1, abs=0.01), (h["per_user"], h["per_gpu"], run1, run2)
+
+
+def frozen_helper():
+    """A `sleep` frozen in a v1 freezer cgroup of the test's own: killed, it ends only once
+    thawed, so a cgroup it is moved into stays busy (rmdir: EBUSY) until then. None where no v1
+    freezer is mounted."""
+    base = "/sys/fs/cgroup/freezer"
+    if not os.path.exists(os.path.join(base, "cgroup.procs")):
+        return None, None
+    fz = os.path.join(base, f"jt-tidy-{os.getpid()}")
+    os.makedirs(fz, exist_ok=True)
+    p = subprocess.Popen(["sleep", "600"])
+    with open(os.path.join(fz, "cgroup.procs"), "w") as f:
+        f.write(str(p.pid))
+    with open(os.path.join(fz, "freezer.state"), "w") as f:
+        f.write("FROZEN")
+    return p, fz
+
+
+def thaw_and_end(p, fz):
+    p.kill()
+    with open(os.path.join(fz, "freezer.state"), "w") as f:
+        f.write("THAWED")
+    p.wait(timeout=30)
+    os.rmdir(fz)
+
+
+def test_a_requeued_job_waits_for_its_run_befores_tidy_up(d):
+    """The shim of a run that ended tidies up after telling its end: it removes the job's
+    cgroups, killing what is left in them. A requeue at once must not start the next run in those
+    cgroups before that shim is done (the next run's shim was killed with them: FAILED, 'ended
+    without recording how the job ended'). A process of the test's, frozen, in the job's cgroups
+    keeps the tidy-up going (a second a cgroup) while the job is requeued."""
+    p, fz = frozen_helper()
+    if p is None:
+        pytest.skip("no v1 freezer here to keep a cgroup busy (cgroup v2 only): the race is covered by "
+                    "test_gpu_time_of_the_earlier_run_is_kept_once's timing only")
+    try:
+        jid = d.submit("sleep", "1")
+        d.wait_status(jid, "RUNNING")
+        dirs = [x for x in job_cgroup_dirs(d, jid) if "/unified" not in x and os.path.isdir(x)]
+        assert dirs, job_cgroup_dirs(d, jid)
+        for x in dirs:
+            with open(os.path.join(x, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+        assert d.wait(jid)["status"] == "COMPLETED"
+        code = d.api("POST", f"/v1/jobs/{jid}/requeue")[0]
+        j = d.job(jid)
+        # (at once: the shim gives a busy cgroup up after a second, exec/cgroup.c DESTROY_WAIT_MS)
+        thaw_and_end(p, fz)
+        p = None
+        assert code == 200
+        # its run before was still being tidied up (the frozen process): it waited, and said why
+        assert j["status"] in ("QUEUED", "PENDING") and "tidied up" in (j["wait_reason"] or ""), explain(d, jid)
+        j = d.wait(jid)
+        assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 1, None), explain(d, jid)
+    finally:
+        if p is not None:
+            thaw_and_end(p, fz)
+
+
+def test_a_cgroup_its_run_before_left_busy_and_empty_since_is_made_anew(d):
+    """The shim gives a job's cgroup up after a second of killing what is in it (a process that
+    does not die: here the test's, frozen) and says so in shim.log; the directory stays. Once
+    empty, a requeued run of the job removes it and makes its own (it failed: 'cgroup ... already
+    exists'); one still busy is refused, not joined."""
+    p, fz = frozen_helper()
+    if p is None:
+        pytest.skip("no v1 freezer here to keep a cgroup busy (cgroup v2 only)")
+    try:
+        first = d.submit("sleep", "1")
+        d.wait_status(first, "RUNNING")
+        dirs = [x for x in job_cgroup_dirs(d, first) if "/unified" not in x and os.path.isdir(x)]
+        assert dirs, job_cgroup_dirs(d, first)
+        for x in dirs:
+            with open(os.path.join(x, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+        assert d.wait(first)["status"] == "COMPLETED"
+        shim_log = os.path.join(d.state, "jobs", first, "shim.log")
+        deadline = time.time() + 60
+        while not (os.path.exists(shim_log) and "cgroup cleanup" in open(shim_log).read()):
+            assert time.time() < deadline, "the shim never said it gave the busy cgroup up"
+            time.sleep(0.1)
+        # still busy: a requeued run is refused, not joined to the frozen process
+        assert d.api("POST", f"/v1/jobs/{first}/requeue")[0] == 200
+        j = d.wait(first)
+        assert j["status"] == "FAILED" and "holds processes" in (j["error"] or ""), explain(d, first)
+        thaw_and_end(p, fz)
+        p = None
+        assert all(os.path.isdir(x) for x in dirs)  # left, empty now
+        assert d.api("POST", f"/v1/jobs/{first}/requeue")[0] == 200
+        j = d.wait(first)
+        assert (j["status"], j["preemptions"]) == ("COMPLETED", 2), explain(d, first)
+    finally:
+        if p is not None:
+            thaw_and_end(p, fz)
 
 
 def test_limits_of_a_submission_apply(fresh_daemon):
