@@ -168,12 +168,48 @@ bool jsonscan_number_too_big(const char *text, size_t n)
     return big;
 }
 
-/* The same while scanning: a real of 64 bytes or more is left to jansson, which reads it (or
- * refuses it) itself. */
-static bool number_too_big(const char *text, size_t n)
+/* How much of the loose token text[0, n) jansson's lexer reads as one number: -?(0|[1-9][0-9]*)
+ * (.[0-9]+)?([eE][+-]?[0-9]+)?, as it reads it (lex_scan_number): what follows is another token
+ * to it ("7+7E2" is the number 7, then a bad token). 0 where jansson reads no number there
+ * ("-", "01", "1.", "1e+": a bad token, which it says first). */
+static size_t number_prefix(const char *text, size_t n)
 {
-    bool real = memchr(text, '.', n) || memchr(text, 'e', n) || memchr(text, 'E', n);
-    return real && n >= 64 ? false : jsonscan_number_too_big(text, n);
+    size_t i = 0;
+    if (i < n && text[i] == '-')
+        i++;
+    if (i >= n || !is_digit(text[i]))
+        return 0;
+    if (text[i] == '0') {
+        i++;
+        if (i < n && is_digit(text[i]))
+            return 0;
+    } else {
+        while (i < n && is_digit(text[i]))
+            i++;
+    }
+    if (i < n && text[i] == '.') {
+        if (i + 1 >= n || !is_digit(text[i + 1]))
+            return 0;
+        for (i++; i < n && is_digit(text[i]); i++)
+            ;
+    }
+    if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+        size_t k = i + 1;
+        if (k < n && (text[k] == '+' || text[k] == '-'))
+            k++;
+        if (k >= n || !is_digit(text[k]))
+            return 0;
+        for (i = k; i < n && is_digit(text[i]); i++)
+            ;
+    }
+    return i;
+}
+
+/* The same while scanning, of the number jansson reads at the token's start (number_prefix). */
+static bool number_too_big(const char *text, size_t n, size_t *len)
+{
+    *len = number_prefix(text, n);
+    return *len && jsonscan_number_too_big(text, *len);
 }
 
 /* A value begins at offset at: counted in the text and in its container. */
@@ -352,9 +388,10 @@ jsonscan_over jsonscan(const char *text, size_t len, const jsonscan_limits *lim,
             size_t start = i;
             while (i < len && (num ? is_numchar(text[i]) : is_alpha(text[i])))
                 i++;
-            if (num && !res->number_len && number_too_big(text + start, i - start)) {
+            size_t nlen;
+            if (num && !res->number_len && number_too_big(text + start, i - start, &nlen)) {
                 res->number_at = start;
-                res->number_len = i - start;
+                res->number_len = nlen;
                 where(&s, s.n, res->number_where, sizeof res->number_where);
             }
             if (i < len && !text[i])

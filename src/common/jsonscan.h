@@ -5,7 +5,8 @@
  * says whether it stays within the limits; only then is it handed to jansson (jsonscan_load).
  *
  * The scan follows JSON's structure exactly (brackets, keys, colons, commas) and reads its
- * tokens loosely: a string ends at its first unescaped '"', a number is a run of [0-9+-.eE], a
+ * tokens loosely: a string ends at its first unescaped '"', a number is a run of [0-9+-.eE] (of
+ * which what jansson's lexer reads as one number is checked: whether jansson can hold it), a
  * literal a run of letters. Whatever jansson accepts, the scan counts as jansson builds it
  * (tests/fuzz/fuzz_jsonscan.c checks this); what jansson refuses (a bad escape, a control
  * character, invalid UTF-8, "nul", duplicate keys) is left for jansson to refuse, with its own

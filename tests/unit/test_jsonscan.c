@@ -290,6 +290,14 @@ static void test_numbers_too_large(void **state)
         {"{\"n\":-9223372036854775809}", "n", "-9223372036854775809"},
         {"[1e400]", "[0]", "1e400"},
         {"{\"x\":-2.5E+999}", "x", "-2.5E+999"},
+        /* a real of 64 bytes or more (it was left to jansson, and its refusal named no field) */
+        {"{\"r\":4e88888888888888888888888888888888888888888888888888888888888888888888}", "r",
+         "4e" "88888888888888888888888888888888888888\xe2\x80\xa6"}, /* (40 bytes shown) */
+        {"{\"r\":1234567890123456789012345678901234567890123456789012345678901234567890.5e300}", "r",
+         "1234567890123456789012345678901234567890"},
+        /* what jansson's lexer reads as one number at a loose token's start, and stops at: an
+         * integer, though an 'E' comes later in the run */
+        {"{\"t\":77777777777777777777+7EE20}", "t", "77777777777777777777 is too large"},
     };
     for (size_t i = 0; i < sizeof big / sizeof *big; i++) {
         jerr e = {0};
@@ -300,8 +308,15 @@ static void test_numbers_too_large(void **state)
         assert_non_null(strstr(e.msg, "is too large; joblet takes whole numbers from -9223372036854775808 to "
                                       "9223372036854775807"));
     }
-    static const char *fine[] = {"[9223372036854775807,-9223372036854775808]", "[1e-400,1.5e308,0.0000001]",
-                                 "{\"a\":00012}"};
+    static const char *fine[] = {"[9223372036854775807,-9223372036854775808]",
+                                 "[1e-400,1.5e308,0.0000001,"
+                                 "17976931348623157081452742373170435679807056752584499659891747680315726078002853876058"
+                                 "95586327668781715404589535143824642343213268894641827684675467035375169860499105765512"
+                                 "82076245490090389328944075868508455133942304583236903222948165808559332123348274797826"
+                                 "204144723168738177180919299881250404026184124858368.0,1.0000000000000000000000000000"
+                                 "000000000000000000000000000000000000000001e-5]",
+                                 "{\"a\":00012}", "[7+7EE99999]", "[1.e99999]", "[1e+]", "[-0.5e-]",
+                                 "[1,-99999999999999999999.e5]"};
     for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
         jerr e = {0};
         jsonscan_result r;
@@ -311,7 +326,8 @@ static void test_numbers_too_large(void **state)
         if (i < 2) {
             assert_non_null(j);
             json_decref(j);
-        } else { /* not JSON (a leading zero): jansson's word, not the number's */
+        } else { /* not JSON (a leading zero, a bad token after a number or in one: "1.", "1e+"):
+                  * jansson's word, not the number's */
             assert_null(j);
             assert_non_null(strstr(e.msg, "the request body is not valid JSON: "));
         }
