@@ -119,9 +119,10 @@ static void resync(void)
     for (size_t i = 0; i < nrows_kinds; i++)
         if (rows_kinds[i]->unsaved())
             rows_kinds[i]->resync();
-    /* what offer() held back while rows waited (queue.c): array tasks to start and to make */
-    if (n || wf_stale)
-        after_commit |= WANT_SCHEDULE;
+    /* what offer() held back while rows waited (queue.c: state_unsaved, any kind of row, not
+     * only jobs' and workflows'): array tasks to start and to make; nothing else may ask for a
+     * pass once this commit succeeds (a machine otherwise idle) */
+    after_commit |= WANT_SCHEDULE;
     for (size_t i = 0; i < n; i++) {
         job *j = stale[i];
         jerr e = {0};
