@@ -580,9 +580,9 @@ int cg_enter(const cg_job *j, jerr *e)
     return 0;
 }
 
-int cg_nprocs(const cg_job *j)
+/* How many processes dir's cgroup.procs lists; -1 when it cannot be read. */
+static int nprocs_in(const char *dir)
 {
-    const char *dir = primary_dir(j);
     char *s = dir ? cg_read(dir, "cgroup.procs") : NULL;
     if (!s)
         return -1;
@@ -593,6 +593,8 @@ int cg_nprocs(const cg_job *j)
     free(s);
     return n;
 }
+
+int cg_nprocs(const cg_job *j) { return nprocs_in(primary_dir(j)); }
 
 static size_t kill_listed_pids(char *list)
 {
@@ -694,8 +696,11 @@ static int rmdir_patiently(const cg_job *j, const char *dir, jerr *e)
         if (errno != EBUSY)
             return jerr_sys(e, "rmdir %s", dir);
         if (mono_ns() >= deadline)
-            return jerr_set(e, EBUSY, "rmdir %s: cgroup still busy (%d tasks left) after %d ms of killing",
-                            dir, cg_nprocs(j), DESTROY_WAIT_MS);
+        {
+            int left = nprocs_in(dir);
+            return jerr_set(e, EBUSY, "rmdir %s: cgroup still busy (%d process%s left in it) after %d ms of killing",
+                            dir, left, left == 1 ? "" : "es", DESTROY_WAIT_MS);
+        }
         if (tries % 10 == 0)
             cg_kill_all(j);
         sleep_ms(DESTROY_POLL_MS);

@@ -291,6 +291,7 @@ def test_a_cgroup_its_run_before_left_busy_and_empty_since_is_made_anew(d):
         while not (os.path.exists(shim_log) and "cgroup cleanup" in open(shim_log).read()):
             assert time.time() < deadline, "the shim never said it gave the busy cgroup up"
             time.sleep(0.1)
+        assert "still busy (1 process left in it)" in open(shim_log).read()
         # still busy: a requeued run is refused, not joined to the frozen process
         assert d.api("POST", f"/v1/jobs/{first}/requeue")[0] == 200
         j = d.wait(first)
