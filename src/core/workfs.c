@@ -256,6 +256,8 @@ static int new_image_mb(uint64_t *mb, jerr *e)
     uint64_t reserve = core.cfg.state_reserve >> 20, kept = volumes + reserve;
     uint64_t room = free_mb > kept ? free_mb - kept : 0;
     *mb = quota < disk ? quota : disk;
+    if (*mb < WORKFS_MIN_MB)
+        *mb = WORKFS_MIN_MB; /* (before the room is compared: it was raised after, past what it promised) */
     if (room < *mb) {
         if (room < WORKFS_MIN_MB) {
             return jerr_http(e, 507, "the disk under %s can promise no new /work image (%d MB at least): %llu MB "
@@ -271,8 +273,6 @@ static int new_image_mb(uint64_t *mb, jerr *e)
                  (unsigned long long)volumes, (unsigned long long)reserve);
         *mb = room;
     }
-    if (*mb < WORKFS_MIN_MB)
-        *mb = WORKFS_MIN_MB;
     return 0;
 }
 
