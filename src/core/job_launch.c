@@ -815,6 +815,21 @@ bool job_launch_tidying(const job *j)
     return j->shim_pid <= 0 && j->w_pid.fd >= 0;
 }
 
+void job_launch_watch_tidying(job *j, int pidfd)
+{
+    if (j->w_pid.fd >= 0 || j->shim_pid > 0) {
+        close(pidfd); /* (watched already, or the job's own run's: cannot be) */
+        return;
+    }
+    j->w_pid = (watch){pidfd, on_shim_exit, j};
+    if (loop_add(&j->w_pid) < 0) {
+        log_warn("job %s: cannot watch the shim of its run before, still tidying up: a requeue now may start "
+                 "before it ended", j->id);
+        close(pidfd);
+        j->w_pid.fd = -1;
+    }
+}
+
 /* The job is being deleted while its shim finishes tidying up: stop watching it. */
 void job_launch_forget(job *j)
 {

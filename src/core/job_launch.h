@@ -84,6 +84,11 @@ void job_launch_refresh(job *j);
  * be made in what it removes (its processes killed with the old ones). Its end asks for a
  * scheduler pass. */
 bool job_launch_tidying(const job *j);
+
+/* At a start: pidfd is the shim of the job's run before, which ended (the job's row says so)
+ * and still tidies up; watched as job_launch_tidying's, so that a requeue waits for its end
+ * (core/orphans.c finds it). Takes pidfd. */
+void job_launch_watch_tidying(job *j, int pidfd);
 /* A running job's usage, read from its cgroup now (unchanged when it has none). */
 void job_launch_live_usage(const job *j, job_usage *u);
 

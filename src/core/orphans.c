@@ -18,6 +18,7 @@
 #include "arrays.h"
 #include "job_detail.h"
 #include "job_events.h"
+#include "job_launch.h"
 #include "jobs.h"
 #include "state.h"
 #include "workfs.h"
@@ -186,8 +187,15 @@ static size_t sweep_unrecorded_runs(void)
         /* a shim's own clones (the job's init, before and after it names itself) have its
          * command line too: only the one whose parent is not of that job is its shim */
         pid_t parent = j ? (pid_t)proc_stat_field((pid_t)pid, 4) : 0;
+        if (j && job_state_terminal(j->state) && parent > 0 && shim_of(parent, jobs_dir) != j) {
+            /* an ended job's shim still tidying up (its cgroups, its sandbox): it is its own;
+             * watched, so that a requeue of the job waits for its end (job_launch_tidying) */
+            log_info("job %s: the shim of its run (pid %ld) still tidies up after its end", j->id, pid);
+            job_launch_watch_tidying(j, pidfd);
+            continue;
+        }
         if (!j || job_state_terminal(j->state) || j->shim_pid == (pid_t)pid || parent <= 0 || shim_of(parent, jobs_dir) == j) {
-            close(pidfd); /* (an ended job's shim may still be tidying: it is its own) */
+            close(pidfd);
             continue;
         }
         if (n == cap)

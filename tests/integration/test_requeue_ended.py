@@ -269,6 +269,40 @@ def test_a_requeued_job_waits_for_its_run_befores_tidy_up(d):
             thaw_and_end(p, fz)
 
 
+def test_a_job_requeued_after_a_restart_waits_for_the_tidy_up_the_last_joblet_left(fresh_daemon):
+    """The same across a restart: the new joblet finds the shim of an ended job still tidying up
+    (core/orphans.c) and watches it, so that a requeue at once waits for its end; it started the
+    next run in the cgroups that shim was removing (FAILED: cgroup.procs: No such file or
+    directory). Found by a helper's review."""
+    dd = fresh_daemon(CONFIG)
+    p, fz = frozen_helper()
+    if p is None:
+        pytest.skip("no v1 freezer here to keep a cgroup busy (cgroup v2 only)")
+    try:
+        jid = dd.submit("sleep", "1")
+        dd.wait_status(jid, "RUNNING")
+        dirs = [x for x in job_cgroup_dirs(dd, jid) if "/unified" not in x and os.path.isdir(x)]
+        assert dirs, job_cgroup_dirs(dd, jid)
+        for x in dirs:
+            with open(os.path.join(x, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+        assert dd.wait(jid)["status"] == "COMPLETED"
+        dd.stop()
+        dd.start()
+        code = dd.api("POST", f"/v1/jobs/{jid}/requeue")[0]
+        j = dd.job(jid)
+        thaw_and_end(p, fz)
+        p = None
+        assert code == 200
+        if "still tidies up after its end" in dd.log():  # (the restart took less than the tidy-up)
+            assert j["status"] in ("QUEUED", "PENDING") and "tidied up" in (j["wait_reason"] or ""), explain(dd, jid)
+        j = dd.wait(jid)
+        assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 1, None), explain(dd, jid)
+    finally:
+        if p is not None:
+            thaw_and_end(p, fz)
+
+
 def test_a_cgroup_its_run_before_left_busy_and_empty_since_is_made_anew(d):
     """The shim gives a job's cgroup up after a second of killing what is in it (a process that
     does not die: here the test's, frozen) and says so in shim.log; the directory stays. Once
