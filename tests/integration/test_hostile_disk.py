@@ -456,25 +456,29 @@ def test_a_work_filesystem_the_kernel_made_read_only_is_checked_and_mounted_agai
 
 # ---- a new /work image counts the volumes' promises -------------------------------------------
 
-def test_a_quota_under_16_mb_is_raised_before_the_disks_room_is_compared(small_state):
-    """jobs.work_quota under 16 MB gives a /work image of 16 MB (the least mke2fs makes of use);
-    it was raised after the disk's room was compared with the quota, so that a disk that could
-    promise 10 MB got a 16 MB image. Now that disk refuses it (507), saying why, and makes none."""
-    d = small_state("jobs:\n  state_reserve: 32MB\n  work_quota: 4MB\n"
+def first_job_where_10_mb_can_be_promised(small_state, quota):
+    """A 512 MB state disk whose volumes (bob's) leave 10 MB it can promise, and alice's first
+    job there: (daemon, her image's path, the refusal's message)."""
+    d = small_state(f"jobs:\n  state_reserve: 32MB\n  work_quota: {quota}\n"
                     "volumes:\n  disk_percent_per_user: 100\n", size_mb=512)
     d.start()
     image = os.path.join(d.state, "work", f"{ALICE[0]}.img")
     free_mb = os.statvfs(d.state).f_bavail * os.statvfs(d.state).f_frsize >> 20
-    # bob's volume leaves 10 MB the disk can promise: more than the quota, less than 16
     status, v = api_as(d, BOB, "POST", "/v1/volumes", {"name": "most", "size_mb": free_mb - 32 - 10})
     assert status in (200, 201), (status, v)
     status, ans = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
     if status == 201:   # refused at its creation instead: the job says why
         j = d.wait(ans["id"])
-        ans = {"error": {"message": j.get("error") or f"none: {j['status']}"}}
-    else:
-        assert status == 507, (status, ans)
-    msg = ans["error"]["message"]
+        return d, image, j.get("error") or f"none: {j['status']}"
+    assert status == 507, (status, ans)
+    return d, image, ans["error"]["message"]
+
+
+def test_a_quota_under_16_mb_is_raised_before_the_disks_room_is_compared(small_state):
+    """jobs.work_quota under 16 MB gives a /work image of 16 MB (the least mke2fs makes of use);
+    it was raised after the disk's room was compared with the quota, so that a disk that could
+    promise 10 MB got a 16 MB image. Now that disk refuses it (507), saying why, and makes none."""
+    d, image, msg = first_job_where_10_mb_can_be_promised(small_state, "4MB")
     assert "can promise no new /work image (16 MB at least)" in msg, msg
     assert not os.path.exists(image), f"a {os.stat(image).st_size >> 20} MB image where 10 MB could be promised"
     # with the volume smaller, the image is 16 MB, not the 4 of the quota
@@ -491,20 +495,8 @@ def test_a_new_work_image_is_no_larger_than_what_the_volumes_left_of_the_disk(sm
     promised, so the two together promised more than the disk held. A new image is now the quota
     or what the disk can still promise (its free space less the volumes' promises and
     jobs.state_reserve), and a first job where that is under 16 MB is refused (507) saying why."""
-    d = small_state("jobs:\n  state_reserve: 32MB\n  work_quota: 400MB\n"
-                    "volumes:\n  disk_percent_per_user: 100\n", size_mb=512)
-    d.start()
-    image = os.path.join(d.state, "work", f"{ALICE[0]}.img")
-    free_mb = os.statvfs(d.state).f_bavail * os.statvfs(d.state).f_frsize >> 20
     # bob's volume takes all the disk can promise but a few MB
-    status, v = api_as(d, BOB, "POST", "/v1/volumes", {"name": "most", "size_mb": free_mb - 32 - 10})
-    assert status in (200, 201), (status, v)
-    status, ans = api_as(d, ALICE, "POST", "/v1/jobs", {"command": "true"})
-    if status == 201:   # refused at its creation instead: the job says why
-        ans = {"error": {"message": d.wait(ans["id"]).get("error", "")}}
-    else:
-        assert status == 507, (status, ans)
-    msg = ans["error"]["message"]
+    d, image, msg = first_job_where_10_mb_can_be_promised(small_state, "400MB")
     assert "can promise no new /work image" in msg and "filesystem volumes" in msg, msg
     assert not os.path.exists(image), "an image was made past what the disk can promise"
     # a smaller volume leaves less than the quota: the image takes what is left, and works

@@ -235,110 +235,103 @@ def thaw_and_end(p, fz):
     os.rmdir(fz)
 
 
-def test_a_requeued_job_waits_for_its_run_befores_tidy_up(d):
+class Frozen:
+    """frozen_helper's process, thawed and ended once (thaw), or at the test's end."""
+
+    def __init__(self):
+        self.p, self.fz = frozen_helper()
+
+    def thaw(self):
+        if self.p is not None:
+            thaw_and_end(self.p, self.fz)
+            self.p = None
+
+
+@pytest.fixture
+def frozen():
+    f = Frozen()
+    if f.p is None:
+        pytest.skip("no v1 freezer here to keep a cgroup busy (cgroup v2 only): the race is covered by "
+                    "test_gpu_time_of_the_earlier_run_is_kept_once's timing only")
+    yield f
+    f.thaw()
+
+
+def ended_with_frozen_in_its_cgroups(dd, frozen):
+    """A `sleep 1` job with the frozen process moved into its v1 cgroups as it runs, waited
+    until it ended: its shim's tidy-up is still going (a second a busy cgroup). (id, dirs)"""
+    jid = dd.submit("sleep", "1")
+    dd.wait_status(jid, "RUNNING")
+    dirs = [x for x in job_cgroup_dirs(dd, jid) if "/unified" not in x and os.path.isdir(x)]
+    assert dirs, job_cgroup_dirs(dd, jid)
+    for x in dirs:
+        with open(os.path.join(x, "cgroup.procs"), "w") as f:
+            f.write(str(frozen.p.pid))
+    assert dd.wait(jid)["status"] == "COMPLETED"
+    return jid, dirs
+
+
+def requeue_and_thaw(dd, jid, frozen):
+    """Requeued at once (the shim gives a busy cgroup up after a second, exec/cgroup.c
+    DESTROY_WAIT_MS), the job as it waits then, the frozen process ended."""
+    code = dd.api("POST", f"/v1/jobs/{jid}/requeue")[0]
+    j = dd.job(jid)
+    frozen.thaw()
+    assert code == 200
+    return j
+
+
+def test_a_requeued_job_waits_for_its_run_befores_tidy_up(d, frozen):
     """The shim of a run that ended tidies up after telling its end: it removes the job's
     cgroups, killing what is left in them. A requeue at once must not start the next run in those
     cgroups before that shim is done (the next run's shim was killed with them: FAILED, 'ended
     without recording how the job ended'). A process of the test's, frozen, in the job's cgroups
     keeps the tidy-up going (a second a cgroup) while the job is requeued."""
-    p, fz = frozen_helper()
-    if p is None:
-        pytest.skip("no v1 freezer here to keep a cgroup busy (cgroup v2 only): the race is covered by "
-                    "test_gpu_time_of_the_earlier_run_is_kept_once's timing only")
-    try:
-        jid = d.submit("sleep", "1")
-        d.wait_status(jid, "RUNNING")
-        dirs = [x for x in job_cgroup_dirs(d, jid) if "/unified" not in x and os.path.isdir(x)]
-        assert dirs, job_cgroup_dirs(d, jid)
-        for x in dirs:
-            with open(os.path.join(x, "cgroup.procs"), "w") as f:
-                f.write(str(p.pid))
-        assert d.wait(jid)["status"] == "COMPLETED"
-        code = d.api("POST", f"/v1/jobs/{jid}/requeue")[0]
-        j = d.job(jid)
-        # (at once: the shim gives a busy cgroup up after a second, exec/cgroup.c DESTROY_WAIT_MS)
-        thaw_and_end(p, fz)
-        p = None
-        assert code == 200
-        # its run before was still being tidied up (the frozen process): it waited, and said why
-        assert j["status"] in ("QUEUED", "PENDING") and "tidied up" in (j["wait_reason"] or ""), explain(d, jid)
-        j = d.wait(jid)
-        assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 1, None), explain(d, jid)
-    finally:
-        if p is not None:
-            thaw_and_end(p, fz)
+    jid, _ = ended_with_frozen_in_its_cgroups(d, frozen)
+    j = requeue_and_thaw(d, jid, frozen)
+    # its run before was still being tidied up (the frozen process): it waited, and said why
+    assert j["status"] in ("QUEUED", "PENDING") and "tidied up" in (j["wait_reason"] or ""), explain(d, jid)
+    j = d.wait(jid)
+    assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 1, None), explain(d, jid)
 
 
-def test_a_job_requeued_after_a_restart_waits_for_the_tidy_up_the_last_joblet_left(fresh_daemon):
+def test_a_job_requeued_after_a_restart_waits_for_the_tidy_up_the_last_joblet_left(fresh_daemon, frozen):
     """The same across a restart: the new joblet finds the shim of an ended job still tidying up
     (core/orphans.c) and watches it, so that a requeue at once waits for its end; it started the
     next run in the cgroups that shim was removing (FAILED: cgroup.procs: No such file or
     directory). Found by a helper's review."""
     dd = fresh_daemon(CONFIG)
-    p, fz = frozen_helper()
-    if p is None:
-        pytest.skip("no v1 freezer here to keep a cgroup busy (cgroup v2 only)")
-    try:
-        jid = dd.submit("sleep", "1")
-        dd.wait_status(jid, "RUNNING")
-        dirs = [x for x in job_cgroup_dirs(dd, jid) if "/unified" not in x and os.path.isdir(x)]
-        assert dirs, job_cgroup_dirs(dd, jid)
-        for x in dirs:
-            with open(os.path.join(x, "cgroup.procs"), "w") as f:
-                f.write(str(p.pid))
-        assert dd.wait(jid)["status"] == "COMPLETED"
-        dd.stop()
-        dd.start()
-        code = dd.api("POST", f"/v1/jobs/{jid}/requeue")[0]
-        j = dd.job(jid)
-        thaw_and_end(p, fz)
-        p = None
-        assert code == 200
-        if "still tidies up after its end" in dd.log():  # (the restart took less than the tidy-up)
-            assert j["status"] in ("QUEUED", "PENDING") and "tidied up" in (j["wait_reason"] or ""), explain(dd, jid)
-        j = dd.wait(jid)
-        assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 1, None), explain(dd, jid)
-    finally:
-        if p is not None:
-            thaw_and_end(p, fz)
+    jid, _ = ended_with_frozen_in_its_cgroups(dd, frozen)
+    dd.stop()
+    dd.start()
+    j = requeue_and_thaw(dd, jid, frozen)
+    if "still tidies up after its end" in dd.log():  # (the restart took less than the tidy-up)
+        assert j["status"] in ("QUEUED", "PENDING") and "tidied up" in (j["wait_reason"] or ""), explain(dd, jid)
+    j = dd.wait(jid)
+    assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 1, None), explain(dd, jid)
 
 
-def test_a_cgroup_its_run_before_left_busy_and_empty_since_is_made_anew(d):
+def test_a_cgroup_its_run_before_left_busy_and_empty_since_is_made_anew(d, frozen):
     """The shim gives a job's cgroup up after a second of killing what is in it (a process that
     does not die: here the test's, frozen) and says so in shim.log; the directory stays. Once
     empty, a requeued run of the job removes it and makes its own (it failed: 'cgroup ... already
     exists'); one still busy is refused, not joined."""
-    p, fz = frozen_helper()
-    if p is None:
-        pytest.skip("no v1 freezer here to keep a cgroup busy (cgroup v2 only)")
-    try:
-        first = d.submit("sleep", "1")
-        d.wait_status(first, "RUNNING")
-        dirs = [x for x in job_cgroup_dirs(d, first) if "/unified" not in x and os.path.isdir(x)]
-        assert dirs, job_cgroup_dirs(d, first)
-        for x in dirs:
-            with open(os.path.join(x, "cgroup.procs"), "w") as f:
-                f.write(str(p.pid))
-        assert d.wait(first)["status"] == "COMPLETED"
-        shim_log = os.path.join(d.state, "jobs", first, "shim.log")
-        deadline = time.time() + 60
-        while not (os.path.exists(shim_log) and "cgroup cleanup" in open(shim_log).read()):
-            assert time.time() < deadline, "the shim never said it gave the busy cgroup up"
-            time.sleep(0.1)
-        assert "still busy (1 process left in it)" in open(shim_log).read()
-        # still busy: a requeued run is refused, not joined to the frozen process
-        assert d.api("POST", f"/v1/jobs/{first}/requeue")[0] == 200
-        j = d.wait(first)
-        assert j["status"] == "FAILED" and "holds processes" in (j["error"] or ""), explain(d, first)
-        thaw_and_end(p, fz)
-        p = None
-        assert all(os.path.isdir(x) for x in dirs)  # left, empty now
-        assert d.api("POST", f"/v1/jobs/{first}/requeue")[0] == 200
-        j = d.wait(first)
-        assert (j["status"], j["preemptions"]) == ("COMPLETED", 2), explain(d, first)
-    finally:
-        if p is not None:
-            thaw_and_end(p, fz)
+    first, dirs = ended_with_frozen_in_its_cgroups(d, frozen)
+    shim_log = os.path.join(d.state, "jobs", first, "shim.log")
+    deadline = time.time() + 60
+    while not (os.path.exists(shim_log) and "cgroup cleanup" in open(shim_log).read()):
+        assert time.time() < deadline, "the shim never said it gave the busy cgroup up"
+        time.sleep(0.1)
+    assert "still busy (1 process left in it)" in open(shim_log).read()
+    # still busy: a requeued run is refused, not joined to the frozen process
+    assert d.api("POST", f"/v1/jobs/{first}/requeue")[0] == 200
+    j = d.wait(first)
+    assert j["status"] == "FAILED" and "holds processes" in (j["error"] or ""), explain(d, first)
+    frozen.thaw()
+    assert all(os.path.isdir(x) for x in dirs)  # left, empty now
+    assert d.api("POST", f"/v1/jobs/{first}/requeue")[0] == 200
+    j = d.wait(first)
+    assert (j["status"], j["preemptions"]) == ("COMPLETED", 2), explain(d, first)
 
 
 def test_limits_of_a_submission_apply(fresh_daemon):
