@@ -695,8 +695,7 @@ static int rmdir_patiently(const cg_job *j, const char *dir, jerr *e)
             return 0;
         if (errno != EBUSY)
             return jerr_sys(e, "rmdir %s", dir);
-        if (mono_ns() >= deadline)
-        {
+        if (mono_ns() >= deadline) {
             int left = nprocs_in(dir);
             return jerr_set(e, EBUSY, "rmdir %s: cgroup still busy (%d process%s left in it) after %d ms of killing",
                             dir, left, left == 1 ? "" : "es", DESTROY_WAIT_MS);
