@@ -28,7 +28,9 @@ def fake_mke2fs(tmp_path):
         "sh -c 'ls -l /proc/$PPID/fd > \"$1\"' sh $f.raw\n"
         "sed -n 's/.* \\([0-9]*\\) -> /fd \\1 /p' $f.raw > $f.fds; rm $f.raw\n"
         "echo \"args: $*\" > $f.tmp; echo \"ppid: $PPID\" >> $f.tmp; cat $f.fds >> $f.tmp; rm $f.fds\n"
-        "grep -E '^Sig(Blk|Ign):' /proc/$$/status >> $f.tmp\n"
+        # read by the shell itself, no child: a child reading /proc/$$/status raced dash's own
+        # fork, which blocks every signal until the child has exec'd (SigBlk all: CI run 132)
+        "while read -r k v; do case $k in SigBlk:|SigIgn:) echo \"$k $v\";; esac; done < /proc/$$/status >> $f.tmp\n"
         "mv $f.tmp $f\n"
         "exec /usr/sbin/mke2fs \"$@\"\n")
     script.chmod(0o755)
