@@ -349,13 +349,6 @@ static bool valid_string(const char *t, size_t *i, size_t n)
     return false;
 }
 
-static size_t digits(const char *t, size_t i, size_t n)
-{
-    while (i < n && t[i] >= '0' && t[i] <= '9')
-        i++;
-    return i;
-}
-
 /* A number, true, false or null at t[*i], its end into *i. */
 static bool valid_scalar(const char *t, size_t *i, size_t n)
 {
@@ -368,33 +361,10 @@ static bool valid_scalar(const char *t, size_t *i, size_t n)
             return true;
         }
     }
-    size_t start = k;
-    if (k < n && t[k] == '-')
-        k++;
-    if (k < n && t[k] == '0')
-        k++;
-    else if (k < n && t[k] >= '1' && t[k] <= '9')
-        k = digits(t, k, n);
-    else
+    size_t len = jsonscan_number_len(t + k, n - k);
+    if (!len || jsonscan_number_too_big(t + k, len)) /* (not a number, or one jansson cannot hold) */
         return false;
-    if (k < n && t[k] == '.') {
-        size_t f = digits(t, k + 1, n);
-        if (f == k + 1)
-            return false;
-        k = f;
-    }
-    if (k < n && (t[k] == 'e' || t[k] == 'E')) {
-        k++;
-        if (k < n && (t[k] == '+' || t[k] == '-'))
-            k++;
-        size_t x = digits(t, k, n);
-        if (x == k)
-            return false;
-        k = x;
-    }
-    if (jsonscan_number_too_big(t + start, k - start)) /* (one jansson cannot hold) */
-        return false;
-    *i = k;
+    *i = k + len;
     return true;
 }
 

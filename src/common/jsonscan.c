@@ -168,11 +168,7 @@ bool jsonscan_number_too_big(const char *text, size_t n)
     return big;
 }
 
-/* How much of the loose token text[0, n) jansson's lexer reads as one number: -?(0|[1-9][0-9]*)
- * (.[0-9]+)?([eE][+-]?[0-9]+)?, as it reads it (lex_scan_number): what follows is another token
- * to it ("7+7E2" is the number 7, then a bad token). 0 where jansson reads no number there
- * ("-", "01", "1.", "1e+": a bad token, which it says first). */
-static size_t number_prefix(const char *text, size_t n)
+size_t jsonscan_number_len(const char *text, size_t n)
 {
     size_t i = 0;
     if (i < n && text[i] == '-')
@@ -205,10 +201,10 @@ static size_t number_prefix(const char *text, size_t n)
     return i;
 }
 
-/* The same while scanning, of the number jansson reads at the token's start (number_prefix). */
+/* The same while scanning, of the number jansson reads at the token's start (jsonscan_number_len). */
 static bool number_too_big(const char *text, size_t n, size_t *len)
 {
-    *len = number_prefix(text, n);
+    *len = jsonscan_number_len(text, n);
     return *len && jsonscan_number_too_big(text, *len);
 }
 

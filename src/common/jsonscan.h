@@ -70,6 +70,12 @@ typedef struct jsonscan_result {
  * (cli/json_items.c) asks it too. */
 bool jsonscan_number_too_big(const char *text, size_t n);
 
+/* How much of text[0, n) jansson's lexer reads as one number: -?(0|[1-9][0-9]*)(.[0-9]+)?
+ * ([eE][+-]?[0-9]+)?, as it reads it (lex_scan_number): what follows is another token to it
+ * ("7+7E2" is the number 7, then a bad token). 0 where it reads no number there ("-", "01", "1.",
+ * "1e+": a bad token). rnx's check of a listing's items asks it too. */
+size_t jsonscan_number_len(const char *text, size_t n);
+
 /* Scans len bytes of text (no NUL needed). Returns res->over. */
 jsonscan_over jsonscan(const char *text, size_t len, const jsonscan_limits *lim, jsonscan_result *res);
 
