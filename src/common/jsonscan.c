@@ -201,11 +201,30 @@ size_t jsonscan_number_len(const char *text, size_t n)
     return i;
 }
 
-/* The same while scanning, of the number jansson reads at the token's start (jsonscan_number_len). */
-static bool number_too_big(const char *text, size_t n, size_t *len)
+/* The same while scanning, of the numbers jansson's lexer reads in a loose token text[0, n): the
+ * one at its start (jsonscan_number_len), and where another begins right after it, that one too
+ * ("1-1e999": only a '-' can follow a number jansson read whole). jansson lexes that second token
+ * before its parser finds that it may not stand there, so its overflow is jansson's word; past it
+ * the parser has stopped. The one found: text[*at, *at + *len). */
+static bool number_too_big(const char *text, size_t n, size_t *at, size_t *len)
 {
-    *len = jsonscan_number_len(text, n);
-    return *len && jsonscan_number_too_big(text, *len);
+    size_t first = jsonscan_number_len(text, n);
+    if (!first)
+        return false;
+    if (jsonscan_number_too_big(text, first)) {
+        *at = 0;
+        *len = first;
+        return true;
+    }
+    if (first < n && text[first] == '-') {
+        size_t second = jsonscan_number_len(text + first, n - first);
+        if (second && jsonscan_number_too_big(text + first, second)) {
+            *at = first;
+            *len = second;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* A value begins at offset at: counted in the text and in its container. */
@@ -384,9 +403,9 @@ jsonscan_over jsonscan(const char *text, size_t len, const jsonscan_limits *lim,
             size_t start = i;
             while (i < len && (num ? is_numchar(text[i]) : is_alpha(text[i])))
                 i++;
-            size_t nlen;
-            if (num && !res->number_len && number_too_big(text + start, i - start, &nlen)) {
-                res->number_at = start;
+            size_t nat, nlen;
+            if (num && !res->number_len && number_too_big(text + start, i - start, &nat, &nlen)) {
+                res->number_at = start + nat;
                 res->number_len = nlen;
                 where(&s, s.n, res->number_where, sizeof res->number_where);
             }
