@@ -6,7 +6,8 @@
  *
  * The scan follows JSON's structure exactly (brackets, keys, colons, commas) and reads its
  * tokens loosely: a string ends at its first unescaped '"', a number is a run of [0-9+-.eE] (of
- * which what jansson's lexer reads as one number is checked: whether jansson can hold it), a
+ * which what jansson's lexer reads as a number is checked, whether jansson can hold it: the one
+ * at the run's start, and one right after it, "1-1e999", which jansson lexes before it stops), a
  * literal a run of letters. Whatever jansson accepts, the scan counts as jansson builds it
  * (tests/fuzz/fuzz_jsonscan.c checks this); what jansson refuses (a bad escape, a control
  * character, invalid UTF-8, "nul", duplicate keys) is left for jansson to refuse, with its own
