@@ -308,6 +308,15 @@ def test_a_job_requeued_after_a_restart_waits_for_the_tidy_up_the_last_joblet_le
     if "still tidies up after its end" in dd.log():  # (the restart took less than the tidy-up)
         assert j["status"] in ("QUEUED", "PENDING") and "tidied up" in (j["wait_reason"] or ""), explain(dd, jid)
     j = dd.wait(jid)
+    if j["status"] == "FAILED" and "holds processes" in (j.get("error") or ""):
+        # a restart slower than the whole tidy-up (a second a busy cgroup: a loaded machine, the
+        # sanitizers): the shim had given the busy cgroups up and ended before the requeue, and the
+        # next run, started before the thaw, was refused them (as it should be); once they are empty
+        # the run after makes them anew
+        assert dd.api("POST", f"/v1/jobs/{jid}/requeue")[0] == 200
+        j = dd.wait(jid)
+        assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 2, None), explain(dd, jid)
+        return
     assert (j["status"], j["preemptions"], j.get("error")) == ("COMPLETED", 1, None), explain(dd, jid)
 
 
