@@ -22,6 +22,7 @@ def read_all(socks, out):
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ)
     total, last, left, first = 0, 0.0, len(socks), None
+    each = {s: [0, b"", None, 0.0] for s in socks}   # bytes, the last of them, how it ended, when
     buf = bytearray(1 << 20)
     while left:
         for k, _ in sel.select():
@@ -29,18 +30,26 @@ def read_all(socks, out):
                 n = k.fileobj.recv_into(buf)
             except BlockingIOError:
                 continue
+            except OSError as e:   # (a reset: said in its 'sock' line)
+                n, each[k.fileobj][2] = 0, repr(e)
+            mine = each[k.fileobj]
             if not n:
                 sel.unregister(k.fileobj)
                 k.fileobj.close()
                 left -= 1
+                mine[3] = time.monotonic()
             elif first is None:
                 first = time.monotonic()
             total += n
+            mine[0] += n
+            mine[1] = (mine[1] + bytes(buf[:n]))[-80:]
         t = time.monotonic()
         if t - last > 0.005:
             os.write(out, f"{t} {total}\n".encode())
             last = t
     t = time.monotonic()
+    for i, (n, tail, how, when) in enumerate(each.values()):
+        os.write(out, f"sock {i} {n} {how or 'EOF'} {when} {tail!r}\n".encode())
     os.write(out, f"{t} {total}\nfirst {first}\nend {t}\n".encode())
 
 
@@ -103,12 +112,15 @@ def test_many_readers_of_one_user_take_one_users_share(fresh_daemon):
         return float(next(l for l in lines if l.startswith(key + " ")).split()[1])
 
     first, end = stamp(other_lines, "first"), stamp(other_lines, "end")
-    series = [tuple(map(float, l.split())) for l in hog_lines if l and not l.startswith(("first", "end"))]
+    series = [tuple(map(float, l.split())) for l in hog_lines if l and not l.startswith(("first", "end", "sock"))]
 
     def hog_at(t):
         return max((total for ts, total in series if ts <= t), default=0)
 
-    assert hog_at(1e18) > 60 * SIZE   # each of the hog's readers had the whole log, framed
+    # each of the hog's readers had the whole log, framed (those that did not: how they ended, the
+    # last bytes they had; once, in CI's sanitizer pass, one had 457 KB and the others all of it)
+    short = [l for l in hog_lines if l.startswith("sock ") and int(l.split()[2]) <= SIZE]
+    assert hog_at(1e18) > 60 * SIZE and not short, (short, first, end, d.log()[-4000:])
     hog_during = hog_at(end) - hog_at(first)
     # the other user's one reader and the hog's 60 together have about a share each (1.5-2.1
     # MiB read by the hog for each MiB the other read, measured); reader by reader, 47-56
