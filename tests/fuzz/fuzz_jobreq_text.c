@@ -107,6 +107,10 @@ static void flags_round_trip(const job_req *r)
     for (int i = 0; i < JR_N; i++)
         if (jobreq_fields[i].kind == JK_BOOL && i != JR_CROSS_NUMA && json_is_false(json_object_get(want, jobreq_fields[i].key)))
             json_object_del(want, jobreq_fields[i].key);
+    /* (any one of a single job is that job: its flag is --after=ID:STATE alone, as Slurm's
+     * --dependency has no '?' list of one; core/depend.c decides both the same) */
+    if (json_array_size(json_object_get(want, "after")) == 1)
+        json_object_del(want, "after_any");
     char *w = json_dumps(want, JSON_SORT_KEYS), *g = json_dumps(got, JSON_SORT_KEYS);
     FUZZ_ASSERT(json_equal(want, got), "the request %s reads back from its flags as %s", w, g);
     free(w);
