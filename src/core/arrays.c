@@ -872,6 +872,31 @@ int arrays_ready_pop(jarray *a, uint32_t *t)
     return -1;
 }
 
+void arrays_ready_again(jarray *a, uint32_t t)
+{
+    if (!still_to_make(a, t, false))
+        return;
+    if (!a->ready_at) { /* (pushed meanwhile, and what was looked at went: room at the front) */
+        if (a->nready == a->ready_cap) {
+            a->ready_cap = a->ready_cap ? a->ready_cap * 2 : 16;
+            a->ready = xrealloc(a->ready, a->ready_cap * sizeof *a->ready);
+        }
+        memmove(a->ready + 1, a->ready, a->nready++ * sizeof *a->ready);
+        a->ready_at = 1;
+    }
+    a->ready[--a->ready_at] = t;
+}
+
+void arrays_go_again(jarray *a, uint32_t t)
+{
+    uint32_t n = a->ngo;
+    arrays_go_add(a, t);
+    if (a->ngo == n)
+        return; /* (there already) */
+    memmove(a->go + 1, a->go, n * sizeof *a->go); /* (its place: first) */
+    a->go[0] = t;
+}
+
 void arrays_go_add(jarray *a, uint32_t t)
 {
     for (uint32_t i = 0; i < a->ngo; i++)

@@ -197,11 +197,17 @@ void arrays_made(jarray *a, job *j);
 void arrays_ready_push(jarray *a, uint32_t t);
 /* The next task queued so to look at, still not made and not canceled: 0, or -1 none. */
 int arrays_ready_pop(jarray *a, uint32_t *t);
+/* t, popped, could not be made for now (its owner's account being looked up, a full disk: a
+ * making that may pass later): first again, no pass asked (the one that retries the making
+ * comes: queue.c's make_failed). Without it, t waited for the cursor, maybe for ever. */
+void arrays_ready_again(jarray *a, uint32_t t);
 /* The pass found t may start: offered (a->ngo) and made by arrays_go_take. */
 void arrays_go_add(jarray *a, uint32_t t);
 /* The next of those still to make (one made, canceled or reached by the cursor meanwhile passed
  * over): 0, or -1 none. */
 int arrays_go_take(jarray *a, uint32_t *t);
+/* t, taken, could not be made for now: first again, as arrays_ready_again. */
+void arrays_go_again(jarray *a, uint32_t t);
 /* Whether t, ahead of the cursor, can be made now out of order: the ranges of ahead with it
  * stay within ARRAYSPEC_MAX_RANGES (otherwise it waits for the cursor, as without corr). */
 bool arrays_ahead_ok(const jarray *a, uint32_t t);

@@ -206,13 +206,14 @@ static bool net_take(queue_net *qn, size_t *nqn, const char *name)
     return room > 0;
 }
 
+/* 0, or 1 when t was taken from go (not made, it is put back: arrays_go_again); -1 none. */
 static int pick_task(jarray *a, uint32_t *t)
 {
     if (a->held) /* (offered only its tasks released from the hold one by one: arrays_offer) */
         return arrays_released_next(a, t);
     if (depend_tasks_ready(a, 1) == 1 && arrays_next(a, t) == 0)
         return 0;
-    return arrays_go_take(a, t);
+    return arrays_go_take(a, t) < 0 ? -1 : 1;
 }
 
 /* How often a task that could not be made for now is warned of, at most: the pass tries again
@@ -274,8 +275,9 @@ static void make_done(jarray *a)
     a->make_failures = 0;
 }
 
-/* What became of a task canceled task by task. */
-enum task_canceled { TASK_LEFT, TASK_CANCELED, TASK_ALL };
+/* What became of a task canceled task by task: left for the cursor's turn, left to be tried
+ * again (its making failed for now: make_failed), canceled, or the array's tasks left all. */
+enum task_canceled { TASK_LEFT, TASK_AGAIN, TASK_CANCELED, TASK_ALL };
 
 /* Task t, whose own task can never end as it needs, canceled. One whose own task ran is made and
  * canceled, its reason in its status as Slurm shows it; one whose own task never ran is canceled
@@ -304,7 +306,7 @@ static enum task_canceled cancel_task(jarray *a, uint32_t t, enum depend_task_en
     job *j = submit_task(a, t, &e);
     lookups_end(l, &a->lookup_since, !j && e.http == 503);
     if (!j) /* (to be canceled: one that can never be made cancels the array's tasks left) */
-        return make_failed(a, t, &e) ? TASK_ALL : TASK_LEFT;
+        return make_failed(a, t, &e) ? TASK_ALL : TASK_AGAIN;
     make_done(a);
     depend_cancel(j, why);
     return TASK_CANCELED;
@@ -333,7 +335,7 @@ static bool by_task(jarray *a)
         enum task_canceled c = cancel_task(a, t, end, why, &unmade);
         if (c == TASK_ALL)
             return false;
-        if (c == TASK_LEFT)
+        if (c == TASK_LEFT || c == TASK_AGAIN)
             break;
     }
     for (int i = 0; !a->held && !a->waiting && !arrays_canceled(a) && a->ngo < 64 && depend_tasks_by_task(a); i++) {
@@ -347,10 +349,17 @@ static bool by_task(jarray *a)
         if (arrays_ready_pop(a, &t) < 0)
             break;
         enum depend_verdict v = depend_task_verdict(a, t, &end, why, sizeof why);
-        if (v == DEPEND_GO)
+        if (v == DEPEND_GO) {
             arrays_go_add(a, t);
-        else if (v == DEPEND_CANCEL && cancel_task(a, t, end, why, &unmade) == TASK_ALL)
-            return false;
+        } else if (v == DEPEND_CANCEL) {
+            enum task_canceled c = cancel_task(a, t, end, why, &unmade);
+            if (c == TASK_ALL)
+                return false;
+            if (c == TASK_AGAIN) { /* (the pass that retries it comes: make_failed) */
+                arrays_ready_again(a, t);
+                break;
+            }
+        }
     }
     /* a task canceled before it was made ends no job: when it was the array's last, who waits on
      * the array is told here (a made one is told by its job's end) */
@@ -533,13 +542,17 @@ static void schedule(void)
              * request whose change must commit, or be undone, whole. */
             jarray *a = amap[start[k]];
             uint32_t t;
-            if (pick_task(a, &t) < 0)
+            int from = pick_task(a, &t);
+            if (from < 0)
                 continue; /* (one offered ahead was made or canceled meanwhile) */
             lookups l = lookups_begin(a->lookup_since, a->owner_uid);
             j = submit_task(a, t, &e);
             lookups_end(l, &a->lookup_since, !j && e.http == 503);
             if (!j) {
-                make_failed(a, t, &e); /* for good: its tasks left canceled; else tried again later */
+                /* for good: its tasks left canceled; else tried again later (the cursor's and a
+                 * released one are where they were; one taken from go goes back first) */
+                if (!make_failed(a, t, &e) && from == 1)
+                    arrays_go_again(a, t);
                 continue;
             }
             make_done(a);

@@ -54,14 +54,16 @@ def shim_record(job_dir, name):
 
 
 def wait_for(pred, what="the condition", timeout=60):
-    """pred's first true value, polled every 50 ms; AssertionError naming what after timeout s."""
+    """pred's first true value, polled every 50 ms; AssertionError naming what, and pred's last
+    value, after timeout s."""
     deadline = time.time() + timeout
+    v = None
     while time.time() < deadline:
         v = pred()
         if v:
             return v
         time.sleep(0.05)
-    raise AssertionError(f"{what}: not after {timeout}s")
+    raise AssertionError(f"{what}: not after {timeout}s (last: {v!r})")
 
 
 def sockets_of(pid):

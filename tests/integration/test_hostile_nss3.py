@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import api_as, setpriv
+from conftest import api_as, rnx_as, setpriv, wait_for
 from test_hostile_nss import SLOW_UID, slow_nss  # noqa: F401 (the fixture)
 
 GROUP = "slow-nss-group"  # no such group: its answer (none) is as slow as any
@@ -170,3 +170,47 @@ def test_steady_traffic_never_waits_for_require_gvisor_groups_to_be_asked_again(
             assert leaves[k] - leaves[k - 1] < kept_s, (
                 f"{f}: the new answer came {leaves[k] - leaves[k - 1]:.2f} s after the last, past its {kept_s} s: "
                 f"a request waited for it")
+
+
+@pytest.mark.parametrize("code,state", [(0, "COMPLETED"), (1, "CANCELED")])
+def test_a_task_made_ahead_while_its_owners_account_is_looked_up_is_made_once_it_is_answered(fresh_daemon, slow_nss,
+                                                                                             code, state):
+    """B waits task by task on A (--after=A:corr): A's odd tasks end, its even ones run on, so
+    B's odd tasks are made ahead of B's cursor (task 0, which waits), to run (A's task COMPLETED)
+    or to be canceled (FAILED: made and canceled, as its own task ran). Each is made as its
+    owner's account is known: with that account's kept answer expired, the making waits for the
+    look-up. A task taken out of the tasks that may go (arrays_go_take), or out of those to look
+    at (arrays_ready_pop), and not made then was lost from them: it waited for the cursor, that
+    is for A's task 0, which never ends (local CI's sanitizer pass saw B's tasks made ahead stop
+    short of 256 for 300 s). It is made once the account is answered; no task is made twice."""
+    env, log = slow_nss
+    env = {**env, "SLOW_NSS_SECONDS": "1"}
+    d = fresh_daemon("server:\n  account_cache_s: 1\n", env=env)
+
+    def run(*args):
+        p = rnx_as(d, SLOW_UID, "job", "run", *args)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.strip()
+
+    a = run("--array=0-3", "sh", "-c",
+            f'if [ $((SLURM_ARRAY_TASK_ID % 2)) = 0 ]; then exec sleep 1000; fi; sleep 4; exit {code}')
+    b = run("--array=0-3", f"--after={a}:corr", "true")
+    last = {}
+
+    def counts(ref):
+        last[ref] = d.api("GET", f"/v1/jobs/{ref}")[1]["array"]["counts"]
+        return last[ref]
+
+    try:
+        wait_for(lambda: counts(a) == {"RUNNING": 2, "COMPLETED" if code == 0 else "FAILED": 2}, "A's odd tasks end",
+                 timeout=120)
+        wait_for(lambda: counts(b) == {state: 2, "QUEUED": 2}, "B's odd tasks made ahead", timeout=60)
+    finally:
+        print(f"counts: {last}; look-ups: {_lookups(log)}")
+    assert rnx_as(d, SLOW_UID, "job", "stop", a).returncode == 0
+    wait_for(lambda: counts(b) == ({"COMPLETED": 2, "CANCELED": 2} if code == 0 else {"CANCELED": 4}), "B decided",
+             timeout=120)
+    code, lst = d.api("GET", "/v1/jobs?expand=1")
+    made = sorted(j["array"]["task"] for j in lst["jobs"]
+                  if (j.get("array") or {}).get("id") == b and j.get("kind") != "array")
+    assert made == [0, 1, 2, 3], made

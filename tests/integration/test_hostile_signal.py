@@ -240,17 +240,26 @@ def test_corr_tasks_past_256_ranges_wait_and_survive_kill9(fresh_daemon):
               'if [ $((SLURM_ARRAY_TASK_ID % 2)) = 0 ]; then exec sleep 1000; fi', check=True).stdout.strip()
     b = d.rnx("job", "run", "--array=0-599", f"--after={a}:corr", "true", check=True).stdout.strip()
 
-    def counts(ref):
-        return d.api("GET", f"/v1/jobs/{ref}")[1]["array"]["counts"]
+    last = {}
 
-    wait_for(lambda: counts(a) == {"RUNNING": 300, "COMPLETED": 300}, "A's tasks settle", timeout=300)
-    wait_for(lambda: counts(b) == {"COMPLETED": 256, "QUEUED": 344}, "256 of B's tasks made ahead", timeout=300)
+    def counts(ref):
+        last[ref] = d.api("GET", f"/v1/jobs/{ref}")[1]["array"]
+        return last[ref]["counts"]
+
+    def settle(ref, want, what):
+        try:
+            wait_for(lambda: counts(ref) == want, what, timeout=300)
+        except AssertionError as e:
+            raise AssertionError(f"{e}: A {last.get(a)}, B {last.get(b)}; joblet's log:\n{d.log()[-6000:]}")
+
+    settle(a, {"RUNNING": 300, "COMPLETED": 300}, "A's tasks settle")
+    settle(b, {"COMPLETED": 256, "QUEUED": 344}, "256 of B's tasks made ahead")
     d.kill9()
     d.start()
     assert counts(b) == {"COMPLETED": 256, "QUEUED": 344}
     assert d.api("GET", f"/v1/jobs/{b}")[1]["array"]["made"] == 256
     d.rnx("job", "stop", a, check=True)
-    wait_for(lambda: counts(b) == {"COMPLETED": 300, "CANCELED": 300}, "B decided", timeout=300)
+    settle(b, {"COMPLETED": 300, "CANCELED": 300}, "B decided")
     code, lst = d.api("GET", "/v1/jobs?expand=1")
     made = sorted(j["array"]["task"] for j in lst["jobs"]
                   if (j.get("array") or {}).get("id") == b and j.get("kind") != "array")
