@@ -897,8 +897,22 @@ void arrays_go_again(jarray *a, uint32_t t)
     a->go[0] = t;
 }
 
+/* Whether t may be made now out of go: still to make (at the cursor too), and ahead has room. */
+static bool go_can(const jarray *a, uint32_t t) { return still_to_make(a, t, true) && arrays_ahead_ok(a, t); }
+
+void arrays_go_prune(jarray *a)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < a->ngo; i++)
+        if (go_can(a, a->go[i]))
+            a->go[k++] = a->go[i];
+    a->ngo = k;
+}
+
 void arrays_go_add(jarray *a, uint32_t t)
 {
+    if (!go_can(a, t))
+        return; /* (no room ahead: it waits for the cursor, as arrays_go_take would leave it) */
     for (uint32_t i = 0; i < a->ngo; i++)
         if (a->go[i] == t)
             return; /* (queued twice: its own task's end seen again at start) */
@@ -914,7 +928,7 @@ int arrays_go_take(jarray *a, uint32_t *t)
     while (a->ngo) {
         uint32_t x = a->go[0];
         memmove(a->go, a->go + 1, --a->ngo * sizeof *a->go); /* (a pass's worth at most) */
-        if (still_to_make(a, x, true) && arrays_ahead_ok(a, x)) {
+        if (go_can(a, x)) {
             *t = x;
             return 0;
         }

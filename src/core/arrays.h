@@ -201,8 +201,15 @@ int arrays_ready_pop(jarray *a, uint32_t *t);
  * making that may pass later): first again, no pass asked (the one that retries the making
  * comes: queue.c's make_failed). Without it, t waited for the cursor, maybe for ever. */
 void arrays_ready_again(jarray *a, uint32_t t);
-/* The pass found t may start: offered (a->ngo) and made by arrays_go_take. */
+/* The pass found t may start: offered (a->ngo) and made by arrays_go_take; not added when ahead
+ * has no room for it (it waits for the cursor). */
 void arrays_go_add(jarray *a, uint32_t t);
+/* Those of go that can no longer be made now taken out (canceled or made meanwhile: a cancel of
+ * ID_[1-64], a hold of tasks not made; ahead full): before the pass counts go, so that it offers
+ * only tasks it can make. They filled go (64) and kept the tasks behind them in ready, and a pass
+ * that offered them made nothing and asked for no other: those tasks waited for an unrelated
+ * event. O(go x ranges). */
+void arrays_go_prune(jarray *a);
 /* The next of those still to make (one made, canceled or reached by the cursor meanwhile passed
  * over): 0, or -1 none. */
 int arrays_go_take(jarray *a, uint32_t *t);

@@ -338,6 +338,7 @@ static bool by_task(jarray *a)
         if (c == TASK_LEFT || c == TASK_AGAIN)
             break;
     }
+    arrays_go_prune(a); /* (only what can be made is offered, and ready is not kept behind the rest) */
     for (int i = 0; !a->held && !a->waiting && !arrays_canceled(a) && a->ngo < 64 && depend_tasks_by_task(a); i++) {
         if (i == 64) {
             more = true;

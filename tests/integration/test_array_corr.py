@@ -3,9 +3,11 @@
 COMPLETED, ahead of the tasks before it in the list that still wait; one whose own task failed is
 canceled with the reason while later tasks go on; tasks made out of the list's order outlive a
 kill -9 of joblet, none made twice, none lost."""
+import time
+
 import pytest
 
-from conftest import tasks_of, wait_for
+from conftest import rnx_as, tasks_of, wait_for
 from test_arrays import LIMITS, wait_array
 from test_dependencies import GATE, release
 
@@ -155,3 +157,35 @@ def test_holding_a_corr_task_not_made_yet_keeps_it_waiting_for_its_own_task(d):
     done = wait_array(d, b)
     assert done["array"]["counts"] == {"COMPLETED": 2}, done
     assert d.job(f"{bs}_0")["started_at"] >= d.job(f"{as_}_0")["ended_at"]
+
+
+def test_tasks_canceled_while_waiting_to_go_ahead_keep_none_behind_them_waiting(fresh_daemon):
+    """B waits task by task on A, whose task 0 runs on and 1-99 COMPLETED: B's 1-64 (a pass's
+    worth) are found to go ahead of the cursor and wait for room (their owner runs
+    limits.max_running_per_user jobs), B's 65-99 behind them to be looked at. Its owner cancels
+    B's 1-64 and ends the job that took the room: B's 65-99 go. Before, the canceled ones stayed
+    counted among those to go: the pass offered them, made none, and asked for no other, and B's
+    65-99 waited QUEUED for an unrelated event (here: an account look-up answered, within the
+    hour's account_cache_s)."""
+    user = 4361
+    # (answers kept an hour: an account look-up answered is a pass too, and with answers kept 60 s
+    # one came within a minute and hid the stall)
+    d = fresh_daemon(LIMITS + "  max_running_per_user: 2\nserver:\n  account_cache_s: 3600\n")
+
+    def rnx(*args):
+        p = rnx_as(d, user, "job", *args)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.strip()
+
+    a = rnx("run", "--array=0-99", "sh", "-c", 'if [ "$SLURM_ARRAY_TASK_ID" = 0 ]; then exec sleep 1000; fi')
+    wait_for(lambda: counts(d, a) == {"RUNNING": 1, "COMPLETED": 99}, "A's tasks 1-99 end", timeout=300)
+    x = rnx("run", "sleep", "1000")
+    d.wait_status(x, "RUNNING")
+    b = rnx("run", "--array=0-99", f"--after={a}:corr", "true")
+    time.sleep(1)   # (B's first pass, at its submission, found its 1-64 may go: they wait for room)
+    rnx("cancel", f"{b[:8]}_[1-64]")
+    assert counts(d, b) == {"CANCELED": 64, "QUEUED": 36}
+    rnx("stop", x)
+    wait_for(lambda: counts(d, b) == {"CANCELED": 64, "COMPLETED": 35, "QUEUED": 1}, "B's 65-99 go", timeout=180)
+    rnx("stop", a)
+    wait_for(lambda: counts(d, b) == {"CANCELED": 65, "COMPLETED": 35}, "B decided", timeout=120)
