@@ -250,7 +250,14 @@ def test_corr_tasks_past_256_ranges_wait_and_survive_kill9(fresh_daemon):
         try:
             wait_for(lambda: counts(ref) == want, what, timeout=300)
         except AssertionError as e:
-            raise AssertionError(f"{e}: A {last.get(a)}, B {last.get(b)}; joblet's log:\n{d.log()[-6000:]}")
+            odd = [ln for ln in d.log().splitlines()
+                   if " info " not in ln or "FAILED" in ln or "CANCELED" in ln]
+            bad = [j for j in d.api("GET", "/v1/jobs?expand=1")[1]["jobs"]
+                   if j.get("kind") != "array" and j.get("status") not in ("COMPLETED", "RUNNING", "QUEUED")]
+            detail = [d.api("GET", f"/v1/jobs/{j['id']}")[1] for j in bad[:3]]
+            raise AssertionError(f"{e}: A {last.get(a)}, B {last.get(b)}; tasks not well: {detail}; "
+                                 "joblet's log but its info lines about what ended well:\n"
+                                 + "\n".join(odd[-80:]))
 
     settle(a, {"RUNNING": 300, "COMPLETED": 300}, "A's tasks settle")
     settle(b, {"COMPLETED": 256, "QUEUED": 344}, "256 of B's tasks made ahead")
