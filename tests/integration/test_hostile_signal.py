@@ -254,7 +254,8 @@ def test_corr_tasks_past_256_ranges_wait_and_survive_kill9(fresh_daemon):
                    if " info " not in ln or "FAILED" in ln or "CANCELED" in ln]
             bad = [j for j in d.api("GET", "/v1/jobs?expand=1")[1]["jobs"]
                    if j.get("kind") != "array" and j.get("status") not in ("COMPLETED", "RUNNING", "QUEUED")]
-            detail = [d.api("GET", f"/v1/jobs/{j['id']}")[1] for j in bad[:3]]
+            detail = [(d.api("GET", f"/v1/jobs/{j['id']}")[1], d.output(j["id"], "stderr")[-3000:])
+                      for j in bad[:3]]
             raise AssertionError(f"{e}: A {last.get(a)}, B {last.get(b)}; tasks not well: {detail}; "
                                  "joblet's log but its info lines about what ended well:\n"
                                  + "\n".join(odd[-80:]))
