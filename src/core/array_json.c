@@ -33,7 +33,7 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
         return by_task;
     switch (a->wait_why) {
     case SW_SCHEDULED: return "its --schedule time has not come";
-    case SW_MAX_RUNNING: return "jobs.max_running jobs run";
+    case SW_MAX_RUNNING: return "jobs.max_running jobs run, or as many as joblet's open-file limit allows";
     case SW_USER_LIMIT: return "its owner holds limits.max_gpus_per_user GPUs";
     case SW_USER_RUNNING: return "its owner runs limits.max_running_per_user jobs";
     case SW_HEAD: case SW_PREEMPTING: return "first in line: too few free GPUs";

@@ -730,7 +730,11 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
     case SW_STARTS:
     case SW_SCHEDULED: break;
     case SW_MAX_RUNNING:
-        snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", core.running, core.cfg.max_running);
+        if (core.cfg.max_running && core.cfg.max_running == state_max_running())
+            snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", core.running, core.cfg.max_running);
+        else
+            snprintf(out, len, "waits for room: %u jobs run, as many as joblet's open-file limit allows (ulimit -n: %u "
+                               "at most; joblet logs it at start)", core.running, core.files_max_running);
         break;
     case SW_USER_LIMIT: {
         uint64_t held = 0;

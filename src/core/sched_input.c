@@ -57,7 +57,7 @@ void sched_input_base(sched_input *in, sched_gpu *gpus, sched_mig *migs, sched_r
     *in = (sched_input){.running = run,
                         .nrunning = nr,
                         .now_ms = now,
-                        .max_running = core.cfg.max_running,
+                        .max_running = state_max_running(), /* (jobs.max_running, and the open-file limit's) */
                         .max_gpus_per_user = core.cfg.limits.max_gpus_per_user,
                         .max_running_per_user = core.cfg.limits.max_running_per_user,
                         .gpus = gpus,

@@ -36,6 +36,8 @@ typedef struct core_state {
     size_t njobs, cap;
     uint64_t next_seq;
     uint32_t running;         /* jobs holding a shim */
+    uint32_t files_max_running; /* jobs joblet's open-file limit lets run at once (files_budget in
+                               * daemon/main.c: 2 descriptors each); 0 = no bound */
     char jobs_dir[600];
     char root_mount[600];     /* shared mount point of every job's root (see spec.h) */
     int devfilter_prog;       /* loaded eBPF device filter for the default devices, or -1 */
@@ -72,6 +74,13 @@ typedef struct core_state {
 extern core_state core;
 
 static inline void state_want(unsigned what) { core.want |= what; }
+/* Jobs that may run at once: jobs.max_running, and what joblet's open-file limit allows
+ * (core.files_max_running); 0 = no limit. */
+static inline uint32_t state_max_running(void)
+{
+    uint32_t a = core.cfg.max_running, b = core.files_max_running;
+    return !a ? b : !b ? a : a < b ? a : b;
+}
 /* Commits what changed since the last commit (one transaction per turn, store/db.h): run at
  * the end of every loop turn and before any API answer, so no client sees a change the
  * database does not hold (a kill -9 right after a 201 must not lose the job).

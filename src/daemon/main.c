@@ -276,6 +276,43 @@ static void load_wf(db_workflow *r, void *arg)
     workflow_add(wf);
 }
 
+/* joblet's open files: its soft limit raised to the hard one (as the systemd unit has them,
+ * LimitNOFILE=1048576; one started by hand gets 1024 of a hard 524288 or so), and the jobs that
+ * may run at once under it: a running job holds 2 (its shim's pidfd and notify socket, job_launch.c),
+ * half the limit is the connections' (api/http.c), 64 are kept for the database, logs and a
+ * launch's own (of a limit under 256, half of joblet's half). Past it jobs wait QUEUED (SW_MAX_RUNNING) rather than fail to launch with
+ * EMFILE ("socketpair: Too many open files": 300 running jobs under ulimit -n 1024). Jobs
+ * inherit the raised limit, as they do under the unit. */
+#define FILES_PER_JOB 2
+#define FILES_KEPT 64
+static void files_budget(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+            log_warn("cannot raise the open-file limit from %llu to %llu: %s", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_max, strerror(errno));
+            rl.rlim_cur = was;
+        } else {
+            log_info("open files: ulimit -n raised from %llu to its hard limit %llu", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_cur);
+        }
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 2 / FILES_PER_JOB >= UINT32_MAX)
+        return;
+    rlim_t own = rl.rlim_cur / 2;
+    rlim_t kept = own / 2 < FILES_KEPT ? own / 2 : FILES_KEPT; /* (of a small limit, half of joblet's half) */
+    core.files_max_running = own - kept >= FILES_PER_JOB ? (uint32_t)((own - kept) / FILES_PER_JOB) : 1;
+    if (core.files_max_running < 4096 && (!core.cfg.max_running || core.cfg.max_running > core.files_max_running))
+        log_warn("joblet may open %llu files (ulimit -n; the hard limit too): at most %u jobs run at once (%d descriptors "
+                 "each, half the limit kept for connections); the systemd unit sets LimitNOFILE=1048576",
+                 (unsigned long long)rl.rlim_cur, core.files_max_running, FILES_PER_JOB);
+}
+
 static int setup(jerr *e)
 {
     snprintf(core.jobs_dir, sizeof core.jobs_dir, "%s/jobs", core.cfg.state_dir);
@@ -512,6 +549,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "joblet: must run as root: it creates namespaces, cgroups and mounts for jobs\n");
         return 1;
     }
+    files_budget();
     signal(SIGPIPE, SIG_IGN);
     sigset_t set;
     sigemptyset(&set);

@@ -251,6 +251,7 @@ class Daemon:
         self.extra_env = env or {}
         self.wrap = list(wrap or [])  # argv the daemon's command line is handed to (V1ONLY_WRAP)
         self.mnt_nss = []             # the wrapped daemon's mount namespaces (one per start), for cleanup
+        self.preexec = None           # run in the daemon's process before its exec (its rlimits, say)
         self.dir = tempfile.mkdtemp(prefix="joblet-it-")
         os.chmod(self.dir, 0o755)
         self.state = os.path.join(self.dir, "state")
@@ -282,7 +283,8 @@ class Daemon:
             stdout=log, stderr=log, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                                          "JOBLET_DAEMON_SECRET_MARK": "daemon-env-must-not-leak",
                                          **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")},
-                                         **self.extra_env})
+                                         **self.extra_env},
+            preexec_fn=self.preexec)
         log.close()
         deadline = time.time() + 20
         while time.time() < deadline:

@@ -46,10 +46,10 @@ class Users:
 class Remote:
     """A daemon with a TLS listener on 127.0.0.1, its PKI, and one certificate per role."""
 
-    def __init__(self, extra="", pace=1000, total=1000):
+    def __init__(self, extra="", pace=1000, total=1000, preexec=None):
         """pace: remote.handshakes_per_s, total: remote.handshakes_total_per_s (joblet's defaults
         are 20 and 100; the tests that make hundreds of connections from 127.0.0.1 in a row are
-        about other things: test_hostile_tls paces)."""
+        about other things: test_hostile_tls paces). preexec: Daemon.preexec (its rlimits)."""
         need_root()
         self.users = Users()
         tag = uuid.uuid4().hex[:5]
@@ -80,6 +80,7 @@ class Remote:
             certs.client(self.pki, self.person[r], r, name=r)
         certs.client(self.pki, self.person["other"], "developer", name="other")
         certs.client(self.pki, self.person["boss"], "admin", name="boss")
+        self.d.preexec = preexec
         self.d.start()
 
     def ctx(self, who):

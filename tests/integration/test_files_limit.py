@@ -1,0 +1,57 @@
+"""joblet's open files (daemon/main.c files_budget): it raises its soft RLIMIT_NOFILE to the hard
+one at start, and runs at once only as many jobs as that limit leaves descriptors for (2 each; half
+kept for connections, 64 for its own). Before, under a runner's `ulimit -n 1024` a few hundred
+running jobs took every descriptor and the next launches failed ("socketpair: Too many open
+files": FAILED, start_failed; the project CI of stops 60 and 61, under ASan)."""
+import resource
+
+from conftest import wait_for
+from test_arrays import LIMITS
+
+
+def started_with_nofile(fresh_daemon, soft, hard):
+    """A daemon of the test's own started under RLIMIT_NOFILE (soft, hard), set in its process
+    before its exec (lowering a hard limit needs no privilege; raising one back would)."""
+    d = fresh_daemon(LIMITS, start=False)
+    d.preexec = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    return d.start()
+
+
+def counts(d, ref):
+    return d.api("GET", f"/v1/jobs/{ref}")[1]["array"]["counts"]
+
+
+def test_jobs_past_the_open_file_limit_wait_and_none_fails(fresh_daemon):
+    """Under a hard limit of 200: (100 - 50) / 2 = 25 jobs run at once (half of joblet's half of a
+    limit under 256 kept for its own), the other 95 of 120 wait
+    QUEUED with a reason naming the limit, and each starts as a running one ends. (Before: ~90 ran
+    and the launches past them failed with EMFILE.)"""
+    d = started_with_nofile(fresh_daemon, 200, 200)
+    assert "at most 25 jobs run at once" in d.log(), d.log()[-3000:]
+    a = d.rnx("job", "run", "--array=0-119", "sleep", "1000", check=True).stdout.strip()
+    wait_for(lambda: counts(d, a) == {"RUNNING": 25, "QUEUED": 95}, "25 run, the rest wait", timeout=120)
+    arr = d.api("GET", f"/v1/jobs/{a}")[1]
+    assert "open-file limit" in str(arr["array"]["wait"]), arr
+    d.rnx("job", "stop", f"{a}_[0-4]", check=True)
+    wait_for(lambda: counts(d, a) == {"RUNNING": 25, "QUEUED": 90, "STOPPED": 5}, "5 more started", timeout=120)
+    one = d.api("POST", "/v1/jobs", {"command": "true"})[1]
+    wait_for(lambda: d.job(one["id"])["status"] == "QUEUED" and "open-file limit" in d.job(one["id"])["wait_reason"],
+             "a single job waits too, and says why", timeout=60)
+    d.rnx("job", "stop", a, check=True)
+    wait_for(lambda: d.job(one["id"])["status"] == "COMPLETED", "it runs once room comes back", timeout=120)
+    assert "Too many open files" not in d.log()
+
+
+def test_the_soft_limit_is_raised_to_the_hard_one(fresh_daemon):
+    """Started with 200 of a hard 4096 (as by hand under a shell's 1024 of 524288): joblet raises it
+    and says so; 120 jobs all run (before: the launches past ~90 failed with EMFILE), and a job's
+    own limit is the raised one, as under the systemd unit (LimitNOFILE sets both)."""
+    d = started_with_nofile(fresh_daemon, 200, 4096)
+    assert "ulimit -n raised from 200 to its hard limit 4096" in d.log(), d.log()[-3000:]
+    assert "at most 992 jobs run at once" in d.log()
+    a = d.rnx("job", "run", "--array=0-119", "sleep", "1000", check=True).stdout.strip()
+    wait_for(lambda: counts(d, a) == {"RUNNING": 120}, "all 120 run", timeout=180)
+    job, out, err = d.run("sh", "-c", "ulimit -n")
+    assert job["status"] == "COMPLETED" and out == "4096\n", (job, out, err)
+    d.rnx("job", "stop", a, check=True)
+    assert "Too many open files" not in d.log()
