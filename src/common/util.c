@@ -364,6 +364,23 @@ char *xprintf(const char *fmt, ...)
     return s;
 }
 
+bool fds_available(int n)
+{
+    int got[64], k = 0;
+    bool ok = true;
+    while (k < n && k < 64) {
+        int fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) {
+            ok = false;
+            break;
+        }
+        got[k++] = fd;
+    }
+    while (k > 0)
+        close(got[--k]);
+    return ok;
+}
+
 int set_cloexec_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);

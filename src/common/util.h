@@ -83,6 +83,9 @@ char *xstrdup(const char *s);
 /* A new string printed as printf prints (abort when out of memory, as the others). */
 char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int set_cloexec_nonblock(int fd);
+/* Whether n more descriptors (at most 64) can be opened now: fd 0 dup'ed n times, then closed.
+ * A process whose one thread opens files knows its next n opens will not fail with EMFILE. */
+bool fds_available(int n);
 /* Field n of /proc/PID/stat as proc(5) numbers them (4: the parent's pid; 22: the start time), a
  * number; -1 when it cannot be read. */
 int64_t proc_stat_field(pid_t pid, int n);

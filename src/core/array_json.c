@@ -38,6 +38,7 @@ static const char *wait_words(const jarray *a, char *buf, size_t len)
     case SW_USER_RUNNING: return "its owner runs limits.max_running_per_user jobs";
     case SW_HEAD: case SW_PREEMPTING: return "first in line: too few free GPUs";
     case SW_HEAD_HELD: return "first in line: the GPUs it can use are all held";
+    case SW_FILES: return "joblet has too few descriptors free for a launch (its open-file limit); tried again each second";
     case SW_NET_FULL: return "its network has no free address: all are taken by the jobs on it";
     case SW_RESERVED: case SW_NO_ROOM: return "too few free GPUs";
     case SW_UNPLACEABLE: return "too few usable GPUs of its kind";

@@ -33,6 +33,12 @@
 
 /* how long a job whose owner's account could not be looked up at its start waits to be tried again */
 #define ACCOUNT_RETRY_MS 5000
+/* A launch's descriptors (job_launch.c: its directory, the spec's memfd, a socket pair, the
+ * zygote's, a pidfd; 2 of them held while it runs) with a margin: checked free before anything is
+ * granted (fds_available), else the job waits (SW_FILES), tried again in FILES_RETRY_MS; an
+ * EMFILE part way through a launch ended the job FAILED (start_failed). */
+#define LAUNCH_FDS 12
+#define FILES_RETRY_MS 1000
 
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
@@ -383,6 +389,9 @@ static void start_failed(job *j, const jerr *e)
 static void schedule(void)
 {
     int64_t lookup_retry_ms = 0; /* a job whose owner's account could not be looked up: when again */
+    int64_t files_retry_ms = 0;  /* a job that waited for descriptors to launch: when again */
+    static bool files_short;     /* (that last pass: warned once per spell) */
+    bool short_now = false;
     make_retry_ms = 0;
     size_t n = 0, narr, nqueued;
     /* first, as it makes and ends jobs: tasks that wait task by task and never can go */
@@ -602,6 +611,16 @@ static void schedule(void)
             start_failed(j, &e);
             continue;
         }
+        if (short_now || !fds_available(LAUNCH_FDS)) {
+            if (!short_now && !files_short)
+                log_warn("job %s waits: joblet has fewer than %d descriptors free for its launch (its open-file "
+                         "limit; log followers, connections): jobs wait, tried again every %d s",
+                         j->id, LAUNCH_FDS, FILES_RETRY_MS / 1000);
+            short_now = true;
+            j->wait_why = SW_FILES;
+            files_retry_ms = now_ms() + FILES_RETRY_MS;
+            continue;
+        }
         bool granted = !sets[k] || gpus_grant(j, sets[k], &e) == 0;
         if (granted && picks[k] >= 0)
             gpus_grant_mig(j, picks[k]);
@@ -615,6 +634,9 @@ static void schedule(void)
         core.sched_wakeup_ms = lookup_retry_ms;
     if (make_retry_ms && (!core.sched_wakeup_ms || make_retry_ms < core.sched_wakeup_ms))
         core.sched_wakeup_ms = make_retry_ms;
+    if (files_retry_ms && (!core.sched_wakeup_ms || files_retry_ms < core.sched_wakeup_ms))
+        core.sched_wakeup_ms = files_retry_ms;
+    files_short = short_now;
     /* tasks left to cancel task by task: at the next turn (they end no job to ask for a pass) */
     if (more_canceled)
         core.sched_wakeup_ms = now_ms();
@@ -796,6 +818,10 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
     case SW_TIDYING:
         snprintf(out, len, "its run before is still being tidied up (its cgroups, its sandbox): it starts once "
                            "that run's shim has ended");
+        break;
+    case SW_FILES:
+        snprintf(out, len, "joblet has too few descriptors free for its launch now (its open-file limit, ulimit -n; "
+                           "log followers and connections hold them): tried again every %d s", FILES_RETRY_MS / 1000);
         break;
     case SW_NET_FULL:
         snprintf(out, len, "waits for an address on network %s: all it has are taken by the jobs on it (or starting "

@@ -120,6 +120,9 @@ enum sched_wait {
                               * cgroups, its gVisor sandbox), which a new run would be made in and
                               * killed with (core/queue.c: kept out of the scheduler's input; it
                               * goes once that shim has ended) */
+    SW_FILES,                /* joblet has too few descriptors free for its launch now (log
+                              * followers, connections, helpers hold them: core/queue.c, kept out
+                              * of the scheduler's input likewise); tried again each second */
 };
 
 typedef struct sched_output {

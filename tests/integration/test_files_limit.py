@@ -3,7 +3,9 @@ one at start, and runs at once only as many jobs as that limit leaves descriptor
 kept for connections, 64 for its own). Before, under a runner's `ulimit -n 1024` a few hundred
 running jobs took every descriptor and the next launches failed ("socketpair: Too many open
 files": FAILED, start_failed; the project CI of stops 60 and 61, under ASan)."""
+import os
 import resource
+import socket
 
 from conftest import wait_for
 from test_arrays import LIMITS
@@ -55,3 +57,36 @@ def test_the_soft_limit_is_raised_to_the_hard_one(fresh_daemon):
     assert job["status"] == "COMPLETED" and out == "4096\n", (job, out, err)
     d.rnx("job", "stop", a, check=True)
     assert "Too many open files" not in d.log()
+
+
+def test_a_launch_without_descriptors_waits_and_runs_once_they_are_back(fresh_daemon):
+    """Log followers hold joblet's descriptors (a connection and 4 files each; under a hard limit
+    of 200, 36 of them) until fewer than a launch needs are free: a job submitted then waits QUEUED, saying why (SW_FILES), and runs once they
+    are gone. (Before: its launch failed part way, "Too many open files", and it ended FAILED,
+    start_failed.)"""
+    d = started_with_nofile(fresh_daemon, 200, 200)
+    sleeper = d.submit("sleep", "1000")
+    wait_for(lambda: d.job(sleeper)["status"] == "RUNNING", "the followed job runs")
+
+    def free():
+        return 200 - len(os.listdir(f"/proc/{d.proc.pid}/fd"))
+
+    held = []
+    try:
+        while free() > 10:   # each holds a connection and its 4 files (stdout's, stderr's)
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(d.sock)
+            was = free()
+            s.sendall(f"GET /v1/jobs/{sleeper}/logs?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            held.append(s)
+            wait_for(lambda: free() < was, f"joblet takes follower {len(held)} ({was} descriptors free)")
+        one = d.submit("true")
+        wait_for(lambda: "descriptors" in (d.job(one).get("wait_reason") or ""), "it waits for descriptors",
+                 timeout=60)
+        assert d.job(one)["status"] == "QUEUED", d.job(one)
+    finally:
+        for s in held:
+            s.close()
+    wait_for(lambda: d.job(one)["status"] == "COMPLETED", "it runs once they are back", timeout=60)
+    assert "has fewer than 12 descriptors free for its launch" in d.log()
+    d.rnx("job", "stop", sleeper, check=True)
