@@ -84,7 +84,8 @@ char *xstrdup(const char *s);
 char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int set_cloexec_nonblock(int fd);
 /* Whether n more descriptors (at most 64) can be opened now: fd 0 dup'ed n times, then closed.
- * A process whose one thread opens files knows its next n opens will not fail with EMFILE. */
+ * The loop's thread opens most of joblet's files; others (NSS look-ups, the metrics server's)
+ * open a few now and then: the answer holds for what the loop opens next, less a small margin. */
 bool fds_available(int n);
 /* Field n of /proc/PID/stat as proc(5) numbers them (4: the parent's pid; 22: the start time), a
  * number; -1 when it cannot be read. */

@@ -64,6 +64,8 @@ static int make_spec(job *j, const char *dir, const job_given *g, jerr *e)
         .stop_grace_s = core.cfg.stop_grace_s,
         .tmp_size_mb = core.cfg.tmp_size_mb,
         .ptys_max = core.cfg.ptys_max,
+        .nofile_soft = core.nofile_soft,
+        .nofile_hard = core.nofile_hard,
         .kernel_aio = core.cfg.kernel_aio,
         .attach_wait_s = core.cfg.attach_wait_s,
         .log_floor = core.cfg.state_reserve / 2,

@@ -19,6 +19,11 @@ extern const char *const job_launch_default_path;
 /* The shim zygote (exec/zygote.h), started once; stopped at shutdown. */
 void job_launch_init(void);
 void job_launch_shutdown(void);
+/* Descriptors a launch may need free, with a margin: its checks' (the account, the command in its
+ * runtime), its directory, the spec's memfd, a socket pair, the zygote's, a pidfd; 2 of them (3 a
+ * Slurm task's) held while it runs. Who launches checks them first (fds_available): an EMFILE part
+ * way through a launch ended the job FAILED (start_failed). */
+#define JOB_LAUNCH_FDS 12
 /* Spawns the job's shim with its spec (GPUs already granted); the job holds room from now. */
 int job_launch_job(job *j, jerr *e);
 /* What the one who starts a job for someone else gives it (a Slurm task: slurm_task.h). */

@@ -33,12 +33,28 @@
 
 /* how long a job whose owner's account could not be looked up at its start waits to be tried again */
 #define ACCOUNT_RETRY_MS 5000
-/* A launch's descriptors (job_launch.c: its directory, the spec's memfd, a socket pair, the
- * zygote's, a pidfd; 2 of them held while it runs) with a margin: checked free before anything is
- * granted (fds_available), else the job waits (SW_FILES), tried again in FILES_RETRY_MS; an
- * EMFILE part way through a launch ended the job FAILED (start_failed). */
-#define LAUNCH_FDS 12
+/* A launch's descriptors (JOB_LAUNCH_FDS) are checked free before anything is looked up,
+ * granted or made (an array's task), else the job waits (SW_FILES), tried again in
+ * FILES_RETRY_MS, and no other launch of the pass tries. */
 #define FILES_RETRY_MS 1000
+static bool files_short;        /* this pass found too few: no other launch tries (schedule) */
+static bool files_short_before; /* the pass before did: warned once per spell */
+static int64_t files_retry_ms;  /* when the pass comes again for them, 0 none */
+
+/* Whether a launch (or an array's task, made to start) must wait for descriptors; who: the
+ * job's or array's id, for the spell's one warning. */
+static bool launch_files_short(const char *who)
+{
+    if (!files_short && fds_available(JOB_LAUNCH_FDS))
+        return false;
+    if (!files_short && !files_short_before)
+        log_warn("job %s waits: joblet has fewer than %d descriptors free for its launch (its open-file limit; log "
+                 "followers, connections): jobs wait, tried again every %d s",
+                 who, JOB_LAUNCH_FDS, FILES_RETRY_MS / 1000);
+    files_short = true;
+    files_retry_ms = now_ms() + FILES_RETRY_MS;
+    return true;
+}
 
 /* What the last pass decided for the head of the queue, for wait reasons. */
 static struct {
@@ -389,9 +405,8 @@ static void start_failed(job *j, const jerr *e)
 static void schedule(void)
 {
     int64_t lookup_retry_ms = 0; /* a job whose owner's account could not be looked up: when again */
-    int64_t files_retry_ms = 0;  /* a job that waited for descriptors to launch: when again */
-    static bool files_short;     /* (that last pass: warned once per spell) */
-    bool short_now = false;
+    files_retry_ms = 0;
+    files_short = false;
     make_retry_ms = 0;
     size_t n = 0, narr, nqueued;
     /* first, as it makes and ends jobs: tasks that wait task by task and never can go */
@@ -544,6 +559,10 @@ static void schedule(void)
                 amap[start[k]]->wait_why = SW_NET_FULL;
             continue;
         }
+        if (!j && launch_files_short(amap[start[k]]->id)) {
+            amap[start[k]]->wait_why = SW_FILES; /* (made only to start: not while it cannot) */
+            continue;
+        }
         if (!j) {
             /* An array's task: made now, as it starts, and started by the first pass after the
              * turn's commit has its row (a task that ran is never made again after a crash, nor
@@ -577,6 +596,11 @@ static void schedule(void)
          * since (it does not wait): PENDING again until that one ends */
         if (depend_single_blocked(j))
             continue;
+        /* descriptors for its checks and launch, before anything is looked up or granted */
+        if (launch_files_short(j->id)) {
+            j->wait_why = SW_FILES;
+            continue;
+        }
         /* its network's free addresses, counted among those that start (one of them each) */
         if (!j->net.network[0] && !net_take(qn, &nqn, j->req.network)) {
             j->wait_why = SW_NET_FULL;
@@ -611,16 +635,6 @@ static void schedule(void)
             start_failed(j, &e);
             continue;
         }
-        if (short_now || !fds_available(LAUNCH_FDS)) {
-            if (!short_now && !files_short)
-                log_warn("job %s waits: joblet has fewer than %d descriptors free for its launch (its open-file "
-                         "limit; log followers, connections): jobs wait, tried again every %d s",
-                         j->id, LAUNCH_FDS, FILES_RETRY_MS / 1000);
-            short_now = true;
-            j->wait_why = SW_FILES;
-            files_retry_ms = now_ms() + FILES_RETRY_MS;
-            continue;
-        }
         bool granted = !sets[k] || gpus_grant(j, sets[k], &e) == 0;
         if (granted && picks[k] >= 0)
             gpus_grant_mig(j, picks[k]);
@@ -636,7 +650,7 @@ static void schedule(void)
         core.sched_wakeup_ms = make_retry_ms;
     if (files_retry_ms && (!core.sched_wakeup_ms || files_retry_ms < core.sched_wakeup_ms))
         core.sched_wakeup_ms = files_retry_ms;
-    files_short = short_now;
+    files_short_before = files_short;
     /* tasks left to cancel task by task: at the next turn (they end no job to ask for a pass) */
     if (more_canceled)
         core.sched_wakeup_ms = now_ms();
@@ -755,8 +769,9 @@ static void wait_reason_in(const job *j, const sched_input *inp, char *out, size
         if (core.cfg.max_running && core.cfg.max_running == state_max_running())
             snprintf(out, len, "waits for room: %u jobs run, jobs.max_running is %u", core.running, core.cfg.max_running);
         else
-            snprintf(out, len, "waits for room: %u jobs run, as many as joblet's open-file limit allows (ulimit -n: %u "
-                               "at most; joblet logs it at start)", core.running, core.files_max_running);
+            snprintf(out, len, "waits for room: %u jobs run, as many as joblet's open-file limit allows (%u at most "
+                               "under ulimit -n %llu)", core.running, core.files_max_running,
+                     (unsigned long long)core.nofile_hard);
         break;
     case SW_USER_LIMIT: {
         uint64_t held = 0;

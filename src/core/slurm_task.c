@@ -359,6 +359,11 @@ job *slurm_task_start(const caller *who, int peer_pidfd, slurm_task_req *r, jerr
         jerr_busy(e, "uid %u's account is being looked up", (unsigned)ids.uid);
         goto out;
     }
+    if (!fds_available(JOB_LAUNCH_FDS + 1)) { /* (its waiter's pidfd too) */
+        jerr_busy(e, "joblet has too few descriptors free to start the task now (its open-file limit, ulimit -n): "
+                     "nothing was made; try again");
+        goto out;
+    }
     caller as = authz_local(ids.uid, gid); /* (the task's uid, as Slurm's root said: no priority of its own) */
     job_req *rp = &r->req;
     if (submit_check(&r->req, &as, &si, e) < 0)

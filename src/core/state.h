@@ -36,6 +36,9 @@ typedef struct core_state {
     size_t njobs, cap;
     uint64_t next_seq;
     uint32_t running;         /* jobs holding a shim */
+    uint64_t nofile_soft;     /* the soft open-file limit joblet was started with, jobs' own (0: not
+                               * raised, theirs as inherited; daemon/main.c files_budget) */
+    uint64_t nofile_hard;     /* joblet's open-file limit now (soft = hard), the jobs' hard one */
     uint32_t files_max_running; /* jobs joblet's open-file limit lets run at once (files_budget in
                                * daemon/main.c: 2 descriptors each); 0 = no bound */
     char jobs_dir[600];

@@ -281,8 +281,8 @@ static void load_wf(db_workflow *r, void *arg)
  * may run at once under it: a running job holds 2 (its shim's pidfd and notify socket, job_launch.c),
  * half the limit is the connections' (api/http.c), 64 are kept for the database, logs and a
  * launch's own (of a limit under 256, half of joblet's half). Past it jobs wait QUEUED (SW_MAX_RUNNING) rather than fail to launch with
- * EMFILE ("socketpair: Too many open files": 300 running jobs under ulimit -n 1024). Jobs
- * inherit the raised limit, as they do under the unit. */
+ * EMFILE ("socketpair: Too many open files": 300 running jobs under ulimit -n 1024). Jobs get
+ * the soft limit joblet was started with (exec/jobinit.c), as under the unit (soft = hard there). */
 #define FILES_PER_JOB 2
 #define FILES_KEPT 64
 static void files_budget(void)
@@ -298,10 +298,12 @@ static void files_budget(void)
                      (unsigned long long)rl.rlim_max, strerror(errno));
             rl.rlim_cur = was;
         } else {
-            log_info("open files: ulimit -n raised from %llu to its hard limit %llu", (unsigned long long)was,
-                     (unsigned long long)rl.rlim_cur);
+            log_info("open files: ulimit -n raised from %llu to its hard limit %llu (jobs keep %llu)",
+                     (unsigned long long)was, (unsigned long long)rl.rlim_cur, (unsigned long long)was);
+            core.nofile_soft = was;
         }
     }
+    core.nofile_hard = rl.rlim_cur;
     if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 2 / FILES_PER_JOB >= UINT32_MAX)
         return;
     rlim_t own = rl.rlim_cur / 2;

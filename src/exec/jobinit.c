@@ -59,6 +59,17 @@ _Noreturn static void run_command(const job_spec *s, const struct sock_fprog *fi
         jerr_sys(&e, "RLIMIT_NPROC %llu", (unsigned long long)s->user_procs_max);
         fail(fds->sync_w, "start", &e, 127);
     }
+    /* The soft open-file limit joblet was started with, not the hard one it raised its own to
+     * (a program that closes every descriptor up to it, or sizes a table by it, would crawl
+     * under a hard limit of 2^30); the job may raise it to the hard one itself. */
+    struct rlimit nofile;
+    if (s->nofile_soft && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && s->nofile_soft < nofile.rlim_cur) {
+        nofile.rlim_cur = s->nofile_soft;
+        if (setrlimit(RLIMIT_NOFILE, &nofile) < 0) {
+            jerr_sys(&e, "RLIMIT_NOFILE %llu", (unsigned long long)s->nofile_soft);
+            fail(fds->sync_w, "start", &e, 127);
+        }
+    }
     if (caps_drop_and_setuid(s->uid, s->gid, s->groups, s->ngroups, &e) < 0)
         fail(fds->sync_w, "drop privileges", &e, 127);
     if (seccomp_apply(filter, &e) < 0)

@@ -73,6 +73,9 @@ static json_t *process_json(const job_spec *s, char *const *argv, char *const *e
         json_array_append_new(rlimits, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NPROC", "hard",
                                                  (json_int_t)s->user_procs_max, "soft",
                                                  (json_int_t)s->user_procs_max));
+    if (s->nofile_soft && s->nofile_hard >= s->nofile_soft) /* (as exec/jobinit.c has it) */
+        json_array_append_new(rlimits, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NOFILE", "hard",
+                                                 (json_int_t)s->nofile_hard, "soft", (json_int_t)s->nofile_soft));
     /* no capability in any set: the job's user is not root, and if it were it gets none */
     json_t *caps = json_pack("{s:[],s:[],s:[],s:[],s:[]}", "bounding", "effective", "inheritable", "permitted",
                              "ambient");

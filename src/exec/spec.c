@@ -80,6 +80,10 @@ int spec_to_fd(const job_spec *s, jerr *e)
         json_object_set_new(o, "kernel_aio", json_true());
     if (o && s->user_procs_max)
         json_object_set_new(o, "user_procs_max", json_integer((json_int_t)s->user_procs_max));
+    if (o && s->nofile_soft) {
+        json_object_set_new(o, "nofile_soft", json_integer((json_int_t)s->nofile_soft));
+        json_object_set_new(o, "nofile_hard", json_integer((json_int_t)s->nofile_hard));
+    }
     if (o)
         json_object_set_new(o, "owner_uid", json_integer((json_int_t)s->owner_uid));
     if (o && s->user_tasks_max)
@@ -411,6 +415,8 @@ int spec_load_fd(job_spec *s, int fd, jerr *e)
     copy(s->log_budget, sizeof s->log_budget, o, "log_budget");
     s->log_floor = (uint64_t)json_integer_value(json_object_get(o, "log_floor"));
     s->user_procs_max = (uint64_t)json_integer_value(json_object_get(o, "user_procs_max"));
+    s->nofile_soft = (uint64_t)json_integer_value(json_object_get(o, "nofile_soft"));
+    s->nofile_hard = (uint64_t)json_integer_value(json_object_get(o, "nofile_hard"));
     s->owner_uid = (uid_t)json_integer_value(json_object_get(o, "owner_uid"));
     s->user_tasks_max = (uint64_t)json_integer_value(json_object_get(o, "user_tasks_max"));
     s->limits.cpu_pct = (uint32_t)json_integer_value(json_object_get(lim, "cpu_pct"));

@@ -80,6 +80,9 @@ typedef struct job_spec {
     char log_budget[512];    /* the owner's log budget file (logwriter.h: log_budget), "" none */
     uint64_t log_floor;      /* output stops when the job directory's filesystem has less free; 0 = never */
     uint64_t user_procs_max; /* RLIMIT_NPROC: the processes of the job's uid together; 0 = none */
+    uint64_t nofile_soft;    /* RLIMIT_NOFILE's soft value (the hard one stays joblet's): what joblet was
+                              * started with, before it raised its own (daemon/main.c); 0 = as inherited */
+    uint64_t nofile_hard;    /* and the hard one, joblet's (gVisor's OCI rlimits name both) */
     uid_t owner_uid;         /* who submitted it: its cgroup is made in that user's level (cgroup.h) */
     uint64_t user_tasks_max; /* that level's pids.max: the host tasks of all the user's jobs and
                               * their shims together, gVisor's included; 0 = none (root's) */

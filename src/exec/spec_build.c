@@ -256,6 +256,8 @@ int spec_build(const spec_ctx *c, job_spec *out, jerr *e)
     snprintf(s->log_budget, sizeof s->log_budget, "%s", c->log_budget ? c->log_budget : "");
     s->log_floor = c->log_floor;
     s->user_procs_max = (uint64_t)r->user_pids_max;
+    s->nofile_soft = c->nofile_soft;
+    s->nofile_hard = c->nofile_hard;
     /* the user's jobs' host tasks together, root's unbounded (exec/cgroup.h) */
     s->owner_uid = c->owner_uid;
     s->user_tasks_max = c->owner_uid ? (uint64_t)r->user_pids_max : 0;

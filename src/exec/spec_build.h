@@ -67,6 +67,8 @@ typedef struct spec_ctx {
     uint64_t stop_grace_s;        /* jobs.stop_grace_s */
     uint64_t tmp_size_mb;         /* jobs.tmp_size_mb */
     uint64_t ptys_max;            /* jobs.ptys_max */
+    uint64_t nofile_soft;         /* the job's soft RLIMIT_NOFILE: joblet's own before it raised it; 0 = as inherited */
+    uint64_t nofile_hard;         /* and the hard one (joblet's) */
     bool kernel_aio;              /* jobs.kernel_aio */
     uint64_t attach_wait_s;       /* jobs.attach_wait_s: a terminal job's wait for its first attach */
     uint64_t log_floor;           /* output stops below this much free space; 0 never */

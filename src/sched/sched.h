@@ -121,8 +121,8 @@ enum sched_wait {
                               * killed with (core/queue.c: kept out of the scheduler's input; it
                               * goes once that shim has ended) */
     SW_FILES,                /* joblet has too few descriptors free for its launch now (log
-                              * followers, connections, helpers hold them: core/queue.c, kept out
-                              * of the scheduler's input likewise); tried again each second */
+                              * followers, connections, helpers hold them): set by core/queue.c
+                              * on a job the pass would start; tried again each second */
 };
 
 typedef struct sched_output {
