@@ -371,6 +371,9 @@ char *metrics_text(void)
     prom_sample_u(&b, "joblet_running_jobs", NULL, core.running);
     prom_family(&b, "joblet_max_running_jobs", "gauge", "jobs.max_running; 0 means no limit");
     prom_sample_u(&b, "joblet_max_running_jobs", NULL, core.cfg.max_running);
+    prom_family(&b, "joblet_max_running_jobs_files", "gauge",
+                "Jobs joblet's open-file limit lets run at once (2 descriptors each); 0 means no bound");
+    prom_sample_u(&b, "joblet_max_running_jobs_files", NULL, core.files_max_running);
     prom_family(&b, "joblet_console_streams", "gauge", "Open GET /v1/events streams (web consoles)");
     prom_sample_u(&b, "joblet_console_streams", NULL, events_streams());
     prom_family(&b, "joblet_console_events_total", "counter", "Events published to the console's streams");
@@ -455,6 +458,7 @@ json_t *metrics_monitor_json(const caller *who)
     json_object_set_new(o, "queue_length", json_integer((json_int_t)queue));
     json_object_set_new(o, "running", json_integer(core.running));
     json_object_set_new(o, "max_running", json_integer(core.cfg.max_running));
+    json_object_set_new(o, "max_running_files", json_integer(core.files_max_running));
     const gpu_inventory *inv = &core.gpu.inv;
     json_object_set_new(o, "gpu", json_pack("{s:b,s:s,s:b,s:s?}", "enabled", core.gpu_on, "backend", inv->backend,
                                             "simulated", inv->simulated != 0, "driver_version",

@@ -31,6 +31,7 @@ def test_jobs_past_the_open_file_limit_wait_and_none_fails(fresh_daemon):
     and the launches past them failed with EMFILE.)"""
     d = started_with_nofile(fresh_daemon, 200, 200)
     assert "at most 25 jobs run at once" in d.log(), d.log()[-3000:]
+    assert "joblet_max_running_jobs_files 25\n" in d.metrics_text()
     a = d.rnx("job", "run", "--array=0-119", "sleep", "1000", check=True).stdout.strip()
     wait_for(lambda: counts(d, a) == {"RUNNING": 25, "QUEUED": 95}, "25 run, the rest wait", timeout=120)
     arr = d.api("GET", f"/v1/jobs/{a}")[1]
