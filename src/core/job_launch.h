@@ -24,6 +24,7 @@ void job_launch_shutdown(void);
  * Slurm task's) held while it runs. Who launches checks them first (fds_available): an EMFILE part
  * way through a launch ended the job FAILED (start_failed). */
 #define JOB_LAUNCH_FDS 12
+#define JOB_LAUNCH_HELD_FDS 2 /* held while it runs (its shim's pidfd and notify socket) */
 /* Spawns the job's shim with its spec (GPUs already granted); the job holds room from now. */
 int job_launch_job(job *j, jerr *e);
 /* What the one who starts a job for someone else gives it (a Slurm task: slurm_task.h). */
