@@ -341,6 +341,17 @@ static void error_from_answer(long status, const buf *b, jerr *e)
     json_decref(root);
 }
 
+/* A refusal's error; a 503 with Retry-After is a jerr_busy's (common/err.h): nothing was done, ask
+ * again (client_busy_again), after the seconds it says. */
+static void refused(rnx_client *c, const answer *a, const buf *body, jerr *e)
+{
+    error_from_answer(a->status, body, e);
+    if (a->status == 503 && a->retry_after >= 0) {
+        e->code = EAGAIN;
+        c->retry_after_s = a->retry_after;
+    }
+}
+
 static int collect(const char *p, size_t n, void *ud) { return buf_append(ud, p, n); }
 
 /* k (may be NULL) tells what broke it, when it knows better than what. */
@@ -464,11 +475,7 @@ static int read_answer(rnx_client *c, conn *k, json_t **out, jerr *e, int *left)
         goto out;
     }
     if (a.status < 200 || a.status > 299) {
-        error_from_answer(a.status, &resp, e);
-        if (a.status == 503 && a.retry_after >= 0) {
-            e->code = EAGAIN; /* a jerr_busy's (common/err.h): nothing was done, ask again */
-            c->retry_after_s = a.retry_after;
-        }
+        refused(c, &a, &resp, e);
         goto out;
     }
     if (resp.len) {
@@ -964,7 +971,22 @@ conn *client_upgrade(rnx_client *c, const char *path, const char *proto, char **
     return client_upgrade_with(c, path, proto, NULL, extra, nextra, e);
 }
 
+static conn *upgrade_once(rnx_client *c, const char *path, const char *proto, const char *json, char **extra,
+                          size_t *nextra, jerr *e);
+
+/* An upgrade refused "not now, nothing was done" (a jerr_busy's: joblet out of descriptors for an
+ * exec, say) is asked again as a request is (client_busy_again). */
 conn *client_upgrade_with(rnx_client *c, const char *path, const char *proto, const char *json, char **extra,
+                          size_t *nextra, jerr *e)
+{
+    conn *k;
+    for (int waited = 0; !(k = upgrade_once(c, path, proto, json, extra, nextra, e)) &&
+                         client_busy_again(c, e, &waited);)
+        *e = (jerr){0}; /* (each attempt's failure said afresh: client_request) */
+    return k;
+}
+
+static conn *upgrade_once(rnx_client *c, const char *path, const char *proto, const char *json, char **extra,
                           size_t *nextra, jerr *e)
 {
     *extra = NULL;
@@ -1004,7 +1026,7 @@ conn *client_upgrade_with(rnx_client *c, const char *path, const char *proto, co
         snprintf(e->msg, sizeof e->msg, "joblet answered HTTP %d where it should have switched to %s", a.status,
                  proto);
     } else {
-        error_from_answer(a.status, &body, e);
+        refused(c, &a, &body, e);
     }
     free(in.data);
     free(body.data);

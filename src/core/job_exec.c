@@ -23,6 +23,8 @@
 #include "loop.h"
 #include "state.h"
 
+#define JOB_EXEC_FDS 6 /* (job_exec_start: the descriptors one exec takes) */
+
 extern char **environ;
 
 typedef struct exec_run {
@@ -158,13 +160,23 @@ int job_exec_start(job *j, const job_req *r, const caller *who, unsigned held_on
     if (cap && mine >= cap && !authz_may(who, AUTHZ_UNLIMITED))
         return jerr_http(e, 429, "uid %u has %u execs running; limits.exec_sessions_per_user is %u: wait for one "
                                  "to end", (unsigned)who->uid, mine, (unsigned)cap);
-    int init = (int)syscall(SYS_pidfd_open, j->init_pid, 0);
-    int shim = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
+    /* the descriptors an exec takes here: the job's init's and shim's pidfds, the socket pair, the
+     * request's connection, the helper's pidfd. Missing (joblet's open-file limit reached) is not
+     * "the job is ending": nothing is started, and the client asks again (jerr_busy) */
+    if (!fds_available(JOB_EXEC_FDS))
+        return jerr_busy(e, "joblet has too few descriptors free to start an exec now (its open-file limit, "
+                            "ulimit -n): nothing was started; try again");
+    int init = (int)syscall(SYS_pidfd_open, j->init_pid, 0), init_err = errno;
+    int shim = (int)syscall(SYS_pidfd_open, j->shim_pid, 0), shim_err = errno;
     if (init < 0 || shim < 0 || !jobs_init_alive(j)) {
         if (init >= 0)
             close(init);
         if (shim >= 0)
             close(shim);
+        int err = init < 0 ? init_err : shim < 0 ? shim_err : ESRCH;
+        if (err == EMFILE || err == ENFILE)
+            return jerr_busy(e, "joblet has too few descriptors free to start an exec now (pidfd_open: %s): "
+                                "nothing was started; try again", strerror(err));
         return jerr_http(e, 409, "job %.8s is ending: there is nothing to exec into", j->id);
     }
     int sp[2] = {-1, -1}, req = request_fd(r, e);

@@ -326,9 +326,13 @@ class Daemon:
             return ""
 
     # -- clients ---------------------------------------------------------
+    def rnx_env(self):
+        """The environment rnx runs in against this daemon (rnx, or an rnx of the test's own)."""
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": self.sock,
+                **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+
     def rnx(self, *args, input=None, timeout=120, env=None, check=False):
-        e = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": self.sock}
-        e.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+        e = self.rnx_env()
         if env:
             e.update(env)
         p = subprocess.run([os.path.join(BUILD, "rnx"), *args], input=input, capture_output=True,

@@ -7,8 +7,9 @@ import os
 import resource
 import shutil
 import socket
+import subprocess
 
-from conftest import wait_for
+from conftest import BUILD, wait_for
 from test_arrays import LIMITS
 
 
@@ -69,7 +70,8 @@ def test_a_launch_without_descriptors_waits_and_runs_once_they_are_back(fresh_da
     """Log followers hold joblet's descriptors (a connection and 4 files each; under a hard limit
     of 200, 36 of them) until fewer than a launch needs are free: a job submitted then waits QUEUED, saying why (SW_FILES), and runs once they
     are gone. (Before: its launch failed part way, "Too many open files", and it ended FAILED,
-    start_failed.)"""
+    start_failed.) An exec then is answered busy (503, nothing started) and rnx asks again until
+    it runs (before: EMFILE part way, an error)."""
     d = started_with_nofile(fresh_daemon, 200, 200)
     sleeper = d.submit("sleep", "1000")
     wait_for(lambda: d.job(sleeper)["status"] == "RUNNING", "the followed job runs")
@@ -96,9 +98,25 @@ def test_a_launch_without_descriptors_waits_and_runs_once_they_are_back(fresh_da
         wait_for(lambda: "descriptors" in str(d.api("GET", f"/v1/jobs/{arr['id']}")[1]["array"]["wait"]),
                  "the array waits for descriptors", timeout=60)
         assert d.api("GET", f"/v1/jobs/{arr['id']}")[1]["array"]["made"] == 0
+        # an exec (6 descriptors) with 3 free: answered busy, nothing started, and rnx asks again
+        # until it runs (before: pidfd_open's EMFILE was read as "job ... is ending", 409)
+        while free() > 3:   # idle connections: one descriptor each
+            was = free()
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(d.sock)
+            held.append(s)
+            wait_for(lambda: free() < was, "joblet takes the connection")
+        err = open(os.path.join(d.dir, "exec.err"), "w+")
+        ex = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "exec", sleeper, "--", "echo", "inside"],
+                              stdout=subprocess.PIPE, stderr=err, text=True, env=d.rnx_env())
+        wait_for(lambda: "too few descriptors free to start an exec" in open(err.name).read(),
+                 "the exec is answered busy", timeout=60)
+        assert ex.poll() is None, open(err.name).read()
     finally:
         for s in held:
             s.close()
+    out, _ = ex.communicate(timeout=60)
+    assert ex.returncode == 0 and out == "inside\n", (ex.returncode, out, open(err.name).read())
     wait_for(lambda: d.job(one)["status"] == "COMPLETED", "it runs once they are back", timeout=60)
     wait_for(lambda: counts(d, arr["id"]) == {"COMPLETED": 4}, "the array's tasks run too", timeout=60)
     assert "has fewer than 12 descriptors free for its launch" in d.log()
