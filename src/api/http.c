@@ -1236,6 +1236,16 @@ static unsigned connection_limit(unsigned configured)
     return n;
 }
 
+/* One server's part of the connections (MHD_OPTION_CONNECTION_LIMIT): server.max_connections, or
+ * the connections' half of the descriptors, shared by the servers (the socket and each TLS
+ * listener), so that all of them together keep within it (before, the socket had all of it and
+ * the listeners their parts besides); 16 at least. */
+static unsigned server_share(const http_limits *lim)
+{
+    unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u) / (lim->servers ? lim->servers : 1);
+    return limit < 16 ? 16 : limit;
+}
+
 static int server_watch(server *sv, jerr *e)
 {
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(sv->mhd, MHD_DAEMON_INFO_EPOLL_FD);
@@ -1289,7 +1299,7 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
     }
     server *sv = &servers[0];
     snprintf(sv->addr, sizeof sv->addr, "%.63s", path);
-    unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u);
+    unsigned limit = server_share(lim);
     sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
                                NULL, on_request,
                                /* the logger first: libmicrohttpd reads the options in order */
@@ -1358,10 +1368,7 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
     static char *trust; /* libmicrohttpd keeps the pointer: a copy of its own, for its lifetime */
     if (!trust)
         trust = xstrdup(tls_ca_pem());
-    /* the connections' half of the descriptors is shared by the servers (connection_limit) */
-    unsigned limit = connection_limit(lim->max_conns ? lim->max_conns : 4096u) / (1 + rc->nlisten);
-    if (limit < 16)
-        limit = 16;
+    unsigned limit = server_share(lim);
     waiting.max = rc->max_pending < limit ? rc->max_pending : limit;
     for (unsigned i = 0; i < rc->nlisten; i++) {
         int fd = tcp_listen(rc->listen[i], e);

@@ -43,6 +43,7 @@ typedef struct http_limits {
     unsigned max_conns;          /* server.max_connections: open at once in all (also bounded by RLIMIT_NOFILE) */
     unsigned per_user;           /* server.max_connections_per_user: open at once per uid (root: none); 0 = none */
     unsigned idle_timeout_s;     /* server.idle_timeout_s: a connection that sends nothing for this long is closed */
+    unsigned servers;            /* the servers that share max_conns: the socket and remote.listen's (0: 1) */
 } http_limits;
 int http_start(const char *socket_path, mode_t mode, const http_limits *lim, jerr *e);
 /* The certificates of remote.pki_dir, read before anything is started (none needed without

@@ -608,7 +608,8 @@ int main(int argc, char **argv)
         log_err("account look-ups: cannot start their threads: %s", strerror(errno));
         return 1;
     }
-    http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s};
+    http_limits hl = {core.cfg.max_body_bytes, core.cfg.max_conns, core.cfg.max_conns_per_user, core.cfg.idle_timeout_s,
+                      1 + core.cfg.remote.nlisten};
     if (http_start(core.cfg.socket, core.cfg.socket_mode, &hl, &e) < 0 ||
         http_start_remote(&core.cfg.remote, &hl, &e) < 0) {
         log_err("%s", e.msg);

@@ -454,6 +454,34 @@ def test_connections_waiting_their_turn_take_no_more_descriptors_than_the_listen
         r.close()
 
 
+def test_the_socket_and_the_listener_share_the_connections_half_of_the_descriptors():
+    """joblet run with few descriptors (RLIMIT_NOFILE 256: its connections get half, 128) and a TLS
+    listener: the local socket and the listener have 64 each, so 150 idle local connections take
+    64 descriptors and wait beyond, leaving the listener its part and jobs theirs. (Was: the socket
+    had all 128 and the listener its 64 besides: 192 of joblet's 256 for connections.)"""
+    import resource
+    r = Remote(preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+    held = []
+    try:
+        time.sleep(0.5)
+        base = daemon_fds(r)
+        for _ in range(150):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(r.d.sock)
+            held.append(s)
+        time.sleep(1)
+        peak = daemon_fds(r)
+        print(f"\ndaemon fds {base} before, {peak} with {len(held)} idle local connections (RLIMIT_NOFILE 256)")
+        assert 64 - 4 <= peak - base <= 64 + 4, (base, peak)
+        # the listener still has its part: a TLS request goes through meanwhile
+        st, _ = r.api("boss", "GET", "/v1/version")
+        assert st == 200
+    finally:
+        for s in held:
+            s.close()
+        r.close()
+
+
 def cpu_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
