@@ -281,8 +281,9 @@ static void load_wf(db_workflow *r, void *arg)
  * may run at once under it: a running job holds 2 (its shim's pidfd and notify socket, job_launch.c),
  * half the limit is the connections' (api/http.c), 64 are kept for the database, logs and a
  * launch's own (of a limit under 256, half of joblet's half). Past it jobs wait QUEUED
- * (SW_MAX_RUNNING) rather than fail to launch with EMFILE ("socketpair: Too many open files": 300 running jobs under ulimit -n 1024). Jobs get
- * the soft limit joblet was started with (exec/jobinit.c), as under the unit (soft = hard there). */
+ * (SW_MAX_RUNNING) rather than fail to launch with EMFILE ("socketpair: Too many open files":
+ * 300 running jobs under ulimit -n 1024). Jobs get the soft limit joblet was started with
+ * (exec/jobinit.c), as under the unit (soft = hard there). */
 #define FILES_PER_JOB JOB_LAUNCH_HELD_FDS
 #define FILES_KEPT 64
 static void files_budget(void)
