@@ -1,34 +1,35 @@
 #!/usr/bin/python3
-"""Which lines of joblet's C each integration test file reaches, and what it costs: the data
-behind the sanitizer pass's choice of files (SANITIZER_PASS_SKIPS in tests/integration/conftest.py).
+"""Which lines and branches of joblet's C each integration test module reaches, and what it
+costs under the sanitizers: the data behind the sanitizer pass's choice of modules
+(SANITIZER_PASS_SKIPS in tests/integration/conftest.py).
 
-    scripts/coverage_by_file.py collect OUT [FILE...]  # as root: a coverage build, each test file alone
-    scripts/coverage_by_file.py choose OUT             # what each reaches, and what the pass misses
+    scripts/coverage_by_file.py collect OUT [PYTEST ARGS...]   # as root: the suite on coverage builds
+    scripts/coverage_by_file.py choose OUT [JUNIT]             # what each reaches, what the pass misses
 
-collect builds build-cov (gcc --coverage), runs each test file in its own pytest with
-JOBLET_BUILD=build-cov, times it, and moves the counters its processes wrote (the daemon, rnx,
-the shim: whatever exits normally where it can write build-cov) to OUT/<file>/. choose reads
-them with gcov and prints: each file with its time, the lines it reaches and those no other file
-reaches; the lines the sanitizer pass (every file but SANITIZER_PASS_SKIPS') does not reach; and,
-for comparison, the files a greedy cover (new lines per second) would need to reach every line
-the whole suite reaches."""
+collect makes one coverage build (gcc --coverage) per pytest-xdist worker, build-cov-0.., and
+runs the suite as scripts/test.sh does (JOBLET_TEST_WORKERS workers, 3 by default), each worker
+on its own build (JOBLET_BUILD_PER_WORKER=build-cov-@WORKER@); after each module, conftest.py moves the
+counters its processes wrote (the daemon, rnx, the shim and helpers: whatever exits normally
+where it can write its build) to OUT/<module>/ (coverage_by_module). The modules' times are in
+OUT/junit.xml. Then the unit tests, on build-cov-0: their counters go to OUT/_unit/ (they run in
+both passes; what they reach, the sanitizer pass reaches).
+
+choose reads the counters with gcov (once: OUT/items.json keeps what it read) and prints each
+module with its cost, the items it reaches (a line run, or one direction of a branch taken) and
+those no other module reaches; the lines the sanitizer pass (every module but
+SANITIZER_PASS_SKIPS', and the unit tests) does not reach; and, for comparison, a cover: the modules that reach
+every line and branch direction the pass may reach (the modules skipped for testing tools other
+than joblet left out) in the fewest seconds, by a greedy choice. The cost of a module is its time
+in JUNIT, the sanitizer pass's integration-junit.xml (build-asan/), else OUT/junit.xml."""
 import json
 import os
 import shutil
 import subprocess
 import sys
-import time
+import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COV = os.path.join(ROOT, "build-cov")
-
-
-def test_files():
-    out = []
-    for d in ("tests/integration", "tests/gpu"):
-        out += sorted(os.path.join(d, f) for f in os.listdir(os.path.join(ROOT, d))
-                      if f.startswith("test_") and f.endswith(".py"))
-    return out
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 
 def gcda_files(top):
@@ -38,99 +39,151 @@ def gcda_files(top):
                 yield os.path.join(dp, f)
 
 
-def collect(out, only=()):
-    subprocess.run(["bash", "scripts/build.sh", "build-cov", "-Db_coverage=true"], cwd=ROOT, check=True)
-    for f in gcda_files(COV):
+def collect(out, args):
+    workers = int(os.environ.get("JOBLET_TEST_WORKERS", "3"))
+    for i in range(workers):
+        build = os.path.join(ROOT, f"build-cov-{i}")
+        subprocess.run(["bash", "scripts/build.sh", build, "-Db_coverage=true"], cwd=ROOT, check=True)
+        for f in gcda_files(build):
+            os.unlink(f)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    env = dict(os.environ, JOBLET_BUILD_PER_WORKER=os.path.join(ROOT, "build-cov-@WORKER@"), JOBLET_COVERAGE_OUT=out)
+    env.pop("JOBLET_PASS", None)
+    p = subprocess.run(["/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers),
+                        "--dist", "loadgroup", "--junitxml", os.path.join(out, "junit.xml"),
+                        "tests/integration", "tests/gpu", *args], cwd=ROOT, env=env)
+    print(f"pytest exited {p.returncode}; counters in {out}/<module>/")
+    # the unit tests run in both passes (meson test): what they reach, the pass reaches
+    build = os.path.join(ROOT, "build-cov-0")
+    for f in gcda_files(build):
         os.unlink(f)
-    os.makedirs(out, exist_ok=True)
-    times = {}
-    for t in only or test_files():
-        name = os.path.basename(t)
-        t0 = time.monotonic()
-        p = subprocess.run(["/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", t], cwd=ROOT,
-                           env=dict(os.environ, JOBLET_BUILD=COV), capture_output=True, text=True)
-        times[name] = {"seconds": round(time.monotonic() - t0, 1), "rc": p.returncode,
-                       "summary": (p.stdout.strip().splitlines() or [""])[-1]}
-        print(f"{name}: {times[name]['seconds']} s, {times[name]['summary']}", flush=True)
-        dest = os.path.join(out, name)
-        for f in gcda_files(COV):
-            rel = os.path.relpath(f, COV)
-            os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
-            shutil.move(f, os.path.join(dest, rel))
-        with open(os.path.join(out, "times.json"), "w") as fp:
-            json.dump(times, fp, indent=1)
+    subprocess.run(["meson", "test", "-C", build], cwd=ROOT, capture_output=True)
+    for f in gcda_files(build):
+        to = os.path.join(out, "_unit", "build-cov-0", os.path.relpath(f, build))
+        os.makedirs(os.path.dirname(to), exist_ok=True)
+        shutil.move(f, to)
 
 
-def lines_of(covdir):
-    """{(source, line)} that covdir's counters reached: gcov's JSON, run on a copy of each
-    object's notes file beside its counters."""
+def items_of(moddir):
+    """{(source, line)} for the lines moddir's counters show run, and {(source, line, n)} for the
+    directions of branches they show taken: gcov's JSON, run with the notes file of the build that
+    wrote each counter file (a copy beside it)."""
     hit = set()
-    for gcda in gcda_files(covdir):
-        rel = os.path.relpath(gcda, covdir)
-        gcno = os.path.join(COV, rel[:-5] + ".gcno")
-        if not os.path.exists(gcno):
+    for build in os.listdir(moddir):
+        bdir = os.path.join(ROOT, build)
+        files = []
+        for gcda in gcda_files(os.path.join(moddir, build)):
+            gcno = os.path.join(bdir, os.path.relpath(gcda, os.path.join(moddir, build)))[:-5] + ".gcno"
+            if os.path.exists(gcno):
+                shutil.copy(gcno, gcda[:-5] + ".gcno")
+                files.append(gcda)
+        if not files:
             continue
-        shutil.copy(gcno, gcda[:-5] + ".gcno")
-        p = subprocess.run(["gcov", "--json-format", "--stdout", gcda], cwd=os.path.join(COV),
-                           capture_output=True, text=True)
+        p = subprocess.run(["gcov", "--json-format", "--branch-probabilities", "--stdout", *files], cwd=bdir, capture_output=True, text=True)
         for doc in p.stdout.splitlines():
             if not doc.startswith("{"):
                 continue
             for f in json.loads(doc).get("files", []):
-                src = os.path.normpath(os.path.join(COV, f["file"]))
-                if not src.startswith(os.path.join(ROOT, "src")):
+                src = os.path.normpath(os.path.join(bdir, f["file"]))
+                if not src.startswith(os.path.join(ROOT, "src") + "/"):
                     continue
+                src = os.path.relpath(src, ROOT)
                 for ln in f["lines"]:
                     if ln["count"] > 0:
-                        hit.add((os.path.relpath(src, ROOT), ln["line_number"]))
+                        hit.add((src, ln["line_number"]))
+                    for n, br in enumerate(ln.get("branches", [])):
+                        if br["count"] > 0:
+                            hit.add((src, ln["line_number"], n))
     return hit
 
 
-def choose(out):
-    with open(os.path.join(out, "times.json")) as fp:
-        times = json.load(fp)
-    lines = {name: lines_of(os.path.join(out, name)) for name in times if os.path.isdir(os.path.join(out, name))}
-    everything = set().union(*lines.values())
-    seen = {}
-    for v in lines.values():
-        for ln in v:
-            seen[ln] = seen.get(ln, 0) + 1
-    for n in sorted(lines, key=lambda n: -times[n]["seconds"]):
-        only = sum(1 for ln in lines[n] if seen[ln] == 1)
-        print(f"{n}: {times[n]['seconds']} s, {len(lines[n])} lines, {only} no other file reaches")
-    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+def junit_seconds(path):
+    """{module file: seconds} from a pytest junit file, for the modules with a test that ran."""
+    secs, ran = {}, set()
+    for tc in ET.parse(path).iter("testcase"):
+        name = tc.get("classname", "").split(".")[-1] + ".py"
+        secs[name] = secs.get(name, 0.0) + float(tc.get("time", 0))
+        if tc.find("skipped") is None:
+            ran.add(name)
+    return {m: s for m, s in secs.items() if m in ran}
+
+
+def costs(out, junit):
+    """{module: seconds}: its time in junit; for a module junit did not run (skipped there), its time
+    in OUT/junit.xml times the ratio of the two files' times over the modules both ran."""
+    normal = junit_seconds(os.path.join(out, "junit.xml"))
+    if not junit:
+        return normal
+    there = junit_seconds(junit)
+    both = [m for m in there if m in normal]
+    ratio = sum(there[m] for m in both) / max(sum(normal[m] for m in both), 1.0)
+    print(f"(modules {junit} did not run: their time in {out}/junit.xml x {ratio:.2f})")
+    return {**{m: s * ratio for m, s in normal.items()}, **there}
+
+
+def choose(out, junit=None):
     from conftest import SANITIZER_PASS_SKIPS
-    run = set().union(*(v for n, v in lines.items() if n not in SANITIZER_PASS_SKIPS))
-    missed = sorted(everything - run)
-    print(f"\nthe sanitizer pass ({len(SANITIZER_PASS_SKIPS)} files skipped) reaches {len(run)} of "
-          f"{len(everything)} lines; not:")
+    cost = costs(out, junit)
+    mods = sorted(m for m in os.listdir(out) if m.endswith(".py") and os.path.isdir(os.path.join(out, m)))
+    cache = os.path.join(out, "items.json")   # gcov over every module takes minutes: read once
+    if os.path.exists(cache):
+        with open(cache) as fp:
+            items = {m: {tuple(it) for it in v} for m, v in json.load(fp).items()}
+    else:
+        items = {m: items_of(os.path.join(out, m)) for m in mods + ["_unit"] if os.path.isdir(os.path.join(out, m))}
+        with open(cache, "w") as fp:
+            json.dump({m: sorted(v) for m, v in items.items()}, fp)
+    unit = items.pop("_unit", set())
+    seen = {}
+    for v in items.values():
+        for it in v:
+            seen[it] = seen.get(it, 0) + 1
+
+    def lines(v):
+        return sum(1 for it in v if len(it) == 2)
+    for m in sorted(mods, key=lambda m: -cost.get(m, 0)):
+        only = sum(1 for it in items[m] if seen[it] == 1)
+        print(f"{m}: {cost.get(m, 0):.1f} s, {lines(items[m])} lines, {len(items[m]) - lines(items[m])} branch "
+              f"directions, {only} items no other module reaches")
+    between = os.path.join(out, "_between")
+    if os.path.isdir(between):
+        print(f"(between modules, not counted: {len(items_of(between))} items)")
+
+    eligible = [m for m in mods if "coverage_by_file" in SANITIZER_PASS_SKIPS.get(m, "coverage_by_file")]
+    goal = set().union(*(items[m] for m in eligible)) - unit
+    run = set().union(unit, *(items[m] for m in eligible if m not in SANITIZER_PASS_SKIPS))
+    missed = sorted(it for it in set().union(*items.values()) - run if len(it) == 2)
+    print(f"\nthe sanitizer pass ({len(SANITIZER_PASS_SKIPS)} modules skipped) reaches {lines(run)} lines; not:")
     for src, ln in missed:
         with open(os.path.join(ROOT, src)) as f:
             print(f"  {src}:{ln}: {f.read().splitlines()[ln - 1].strip()[:100]}")
-    print("\na greedy cover of every line, by new lines per second:")
-    left = set(everything)
-    chosen = []
+    # for comparison: the fewest seconds that reach it all, by a greedy choice (new items per second
+    # of cost), then each chosen module dropped again, the costliest first, when the rest reach it all
+    left, chosen = set(goal), []
     while left:
-        name = max((n for n in lines if n not in chosen),
-                   key=lambda n: len(lines[n] & left) / max(times[n]["seconds"], 1.0))
-        new = lines[name] & left
-        if not new:
+        m = max((m for m in eligible if m not in chosen),
+                key=lambda m: len(items[m] & left) / max(cost.get(m, 0), 1.0))
+        if not items[m] & left:
             break
-        chosen.append(name)
-        print(f"{name}: {times[name]['seconds']} s, {len(new)} lines no file before it reaches")
-        left -= new
-    spent = sum(times[n]["seconds"] for n in chosen)
-    print(f"\nchosen: {len(chosen)} files, {spent:.0f} s, {len(everything)} lines (all the suite reaches)")
-    rest = sorted((n for n in times if n not in chosen), key=lambda n: -times[n]["seconds"])
-    print(f"left out: {len(rest)} files, {sum(times[n]['seconds'] for n in rest):.0f} s")
-    for n in rest:
-        print(f"  {n}: {times[n]['seconds']} s")
+        chosen.append(m)
+        left -= items[m]
+    for m in sorted(chosen, key=lambda m: -cost.get(m, 0)):
+        if items[m] - unit <= set().union(*(items[o] for o in chosen if o != m)):
+            chosen.remove(m)
+    rest = sorted(set(eligible) - set(chosen), key=lambda m: -cost.get(m, 0))
+    spent, saved = sum(cost.get(m, 0) for m in chosen), sum(cost.get(m, 0) for m in rest)
+    print(f"\na cover of every line and branch direction the pass may reach: {len(chosen)} of {len(eligible)} "
+          f"modules, {spent:.0f} s of {spent + saved:.0f}; left out: {len(rest)} modules, {saved:.0f} s")
+    for m in rest:
+        print(f"  {m}: {cost.get(m, 0):.1f} s")
 
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] not in ("collect", "choose"):
         sys.exit(__doc__)
     if sys.argv[1] == "collect":
-        collect(os.path.abspath(sys.argv[2]), sys.argv[3:])   # test files named: only those
+        collect(os.path.abspath(sys.argv[2]), sys.argv[3:])
     else:
-        choose(os.path.abspath(sys.argv[2]))
+        choose(os.path.abspath(sys.argv[2]), *sys.argv[3:4])

@@ -26,6 +26,13 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("JOBLET_BUILD", os.path.join(ROOT, "build"))
+# scripts/coverage_by_file.py collect: a coverage build per pytest-xdist worker, so that the counters
+# a build holds are its worker's: JOBLET_BUILD_PER_WORKER names them, "@WORKER@" for the worker's
+# number (xdist sets it before a worker reads this file; pytest's controller reads it too, with none)
+if os.environ.get("JOBLET_BUILD_PER_WORKER"):
+    BUILD = os.environ["JOBLET_BUILD_PER_WORKER"].replace(
+        "@WORKER@", os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    os.environ["JOBLET_BUILD"] = BUILD   # for the modules that read it themselves
 TERMINAL = {"STOPPED", "COMPLETED", "FAILED", "CANCELED"}
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
@@ -672,6 +679,33 @@ def release_mounts(root):
             continue
         if backing.startswith(root + "/"):
             subprocess.run(["losetup", "-d", "/dev/" + bf.split("/")[3]], check=False, capture_output=True)
+
+
+def coverage_move(dest):
+    """Moves the coverage counters (.gcda) the processes of BUILD wrote to dest/<BUILD's name>/,
+    by their path under BUILD (scripts/coverage_by_file.py reads them with that build's notes)."""
+    for dp, _, fs in os.walk(BUILD):
+        for f in fs:
+            if f.endswith(".gcda"):
+                src = os.path.join(dp, f)
+                to = os.path.join(dest, os.path.basename(BUILD), os.path.relpath(src, BUILD))
+                os.makedirs(os.path.dirname(to), exist_ok=True)
+                with contextlib.suppress(FileNotFoundError):   # one a late process was writing then
+                    shutil.move(src, to)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def coverage_by_module(request):
+    """With JOBLET_COVERAGE_OUT (scripts/coverage_by_file.py collect): the counters written while a
+    module ran are its own, moved to OUT/<module> once its daemons are stopped (this fixture is set
+    up first, so torn down last); any written between two modules (a process that ended late) go to
+    OUT/_between."""
+    out = os.environ.get("JOBLET_COVERAGE_OUT")
+    if out:
+        coverage_move(os.path.join(out, "_between"))
+    yield
+    if out:
+        coverage_move(os.path.join(out, os.path.basename(str(request.node.fspath))))
 
 
 @pytest.fixture(scope="module")
