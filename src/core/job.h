@@ -111,6 +111,8 @@ typedef struct job {
     bool holds_room;          /* counted in core.running */
     bool gated;               /* its shim waits for joblet's word that the start is committed
                                * (job_launch.c: go_committed) */
+    bool unwatched;           /* running on after a restart, its shim not watched yet: joblet had too
+                               * few descriptors free for its pidfd (job_launch.c: unwatched) */
     bool dir_pending;         /* its directory and /work are still to be made (job_dirs.h) */
     uint32_t queue_position;  /* 1-based among jobs waiting for room, set by the scheduler (queue.c) */
     uint8_t wait_why;         /* enum sched_wait, set by the scheduler (queue.c) */

@@ -669,37 +669,40 @@ int job_ctl_resume(job *j, uid_t by, jerr *e)
     return 0;
 }
 
+void job_ctl_resume_job(job *j)
+{
+    if ((j->state != JS_RUNNING && j->state != JS_SUSPENDED) || j->shim_pid <= 0 || j->w_pid.fd < 0)
+        return;
+    bool want = j->state == JS_SUSPENDED;
+    int f = job_freeze_state(j);
+    if (f < 0 || f == (int)want) {
+        /* the freezer as the row says, but joblet may have died between the word that stops
+         * the shim's clock and the freeze: the word again, or the limit would wait forever.
+         * Told to every shim, a row without a limit too (0: none): joblet may also have died
+         * between an update's word (rnx job update --max-runtime) and its commit, and the
+         * shim would hold a limit no row has */
+        jerr re = {0};
+        if (f >= 0 && job_launch_runtime(j, job_launch_runtime_s(&j->req), want, &re) < 0)
+            log_warn("job %s: at start, its run-time limit could not be told again: %s", j->id, re.msg);
+        return;
+    }
+    jerr e = {0};
+    if (freeze(j, want, &e) < 0) {
+        log_err("job %s: %s at start as its row says: %s", j->id, want ? "cannot freeze it" : "cannot thaw it",
+                e.msg);
+        return;
+    }
+    job_event(j, want ? JE_SUSPENDED : JE_RESUMED, -1, "%s at joblet's start: its cgroup was %s, its row says %s",
+              want ? "frozen again" : "thawed", want ? "not frozen" : "frozen", job_state_name(j->state));
+    job_save(j);
+    log_warn("job %s: %s at start (its %s was not recorded when joblet stopped)", j->id,
+             want ? "frozen again" : "thawed", want ? "resume" : "suspend");
+}
+
 void job_ctl_resume_all(void)
 {
-    for (size_t i = 0; i < core.njobs; i++) {
-        job *j = core.jobs[i];
-        if ((j->state != JS_RUNNING && j->state != JS_SUSPENDED) || j->shim_pid <= 0 || j->w_pid.fd < 0)
-            continue;
-        bool want = j->state == JS_SUSPENDED;
-        int f = job_freeze_state(j);
-        if (f < 0 || f == (int)want) {
-            /* the freezer as the row says, but joblet may have died between the word that stops
-             * the shim's clock and the freeze: the word again, or the limit would wait forever.
-             * Told to every shim, a row without a limit too (0: none): joblet may also have died
-             * between an update's word (rnx job update --max-runtime) and its commit, and the
-             * shim would hold a limit no row has */
-            jerr re = {0};
-            if (f >= 0 && job_launch_runtime(j, job_launch_runtime_s(&j->req), want, &re) < 0)
-                log_warn("job %s: at start, its run-time limit could not be told again: %s", j->id, re.msg);
-            continue;
-        }
-        jerr e = {0};
-        if (freeze(j, want, &e) < 0) {
-            log_err("job %s: %s at start as its row says: %s", j->id, want ? "cannot freeze it" : "cannot thaw it",
-                    e.msg);
-            continue;
-        }
-        job_event(j, want ? JE_SUSPENDED : JE_RESUMED, -1, "%s at joblet's start: its cgroup was %s, its row says %s",
-                  want ? "frozen again" : "thawed", want ? "not frozen" : "frozen", job_state_name(j->state));
-        job_save(j);
-        log_warn("job %s: %s at start (its %s was not recorded when joblet stopped)", j->id,
-                 want ? "frozen again" : "thawed", want ? "resume" : "suspend");
-    }
+    for (size_t i = 0; i < core.njobs; i++)
+        job_ctl_resume_job(core.jobs[i]);
 }
 
 /* A suspended job thawed to be requeued, whose requeue failed: frozen again, suspended as it was

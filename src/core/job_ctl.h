@@ -97,6 +97,9 @@ int job_ctl_resume(job *j, uid_t by, jerr *e);
  * died between the freeze and the commit of a suspend, or of a resume) is put as its row says:
  * a RUNNING one thawed (the suspend was never answered), a SUSPENDED one frozen again. */
 void job_ctl_resume_all(void);
+/* The same for one job, whose shim was watched only later (job_launch_adopt_retry: joblet had
+ * too few descriptors free at its start); nothing for a job not running, or not watched. */
+void job_ctl_resume_job(job *j);
 /* A running or suspended job stopped and back in the queue with its id and place, as a
  * preemption does (job_requeue); HELD once stopped when hold. */
 int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e);

@@ -194,6 +194,18 @@ static void watch_shim(job *j, int pidfd, int notify_fd)
     }
 }
 
+/* Shims adopted after a restart that joblet could not watch yet: it had too few descriptors free
+ * for their pidfds (restarted under a lower open-file limit than its jobs had taken, ulimit -n).
+ * pidfd_open's EMFILE is not the shim's end: read so, a job that runs on was declared ended, its
+ * room and GPUs given to others, its files tidied away under its processes. Each keeps its state,
+ * its room and its GPUs, is watched once descriptors are free (job_launch_adopt_retry: tried
+ * every UNWATCHED_RETRY_MS, and at once when a watched shim ends), and a word to its shim waits
+ * for that, answered busy meanwhile (shim_watched). In the order they were adopted. */
+#define UNWATCHED_RETRY_MS 1000
+static job **unwatched;
+static size_t nunwatched, unwatched_cap;
+static int64_t unwatched_retry_ms; /* when job_launch_adopt_retry runs next; 0 none */
+
 static zygote zyg = {-1, -1};
 
 /* The zygote, above the shims it forks as the loop is (common/cpuprio.h): every start waits
@@ -255,7 +267,13 @@ void job_launch_init(void)
         log_warn("%s; every job will exec its own shim", e.msg);
 }
 
-void job_launch_shutdown(void) { zygote_stop(&zyg); }
+void job_launch_shutdown(void)
+{
+    zygote_stop(&zyg);
+    free(unwatched); /* (the jobs are core's; their shims run on, watched by the next joblet) */
+    unwatched = NULL;
+    nunwatched = unwatched_cap = 0;
+}
 
 /* A shim from the zygote, restarting it once if it went away; else a freshly exec'd one. A job
  * with given stdio gets an exec'd one, the three fds at theirs (shim.h). */
@@ -624,6 +642,8 @@ static void on_shim_exit(watch *w, uint32_t events)
     loop_del(w);
     close(w->fd);
     w->fd = -1;
+    if (nunwatched)
+        unwatched_retry_ms = now_ms(); /* its descriptor is free: a shim not watched yet may take it */
     /* (a shim that told its end is no longer the job's: the job, requeued, may wait again) */
     if (!job_state_terminal(j->state) && j->shim_pid > 0) {
         finalize(j);
@@ -748,9 +768,96 @@ static bool unrecorded_run(job *j)
     return true;
 }
 
-/* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
+/* The descriptors an adoption at the start leaves free: what the start opens after it (the
+ * zygote's socket, the listeners, the account look-ups' threads, the metrics listener) must find
+ * them, or joblet would not come up at all. Later ones leave a launch's (JOB_LAUNCH_FDS). */
+#define ADOPT_START_FDS (2 * JOB_LAUNCH_FDS)
+
+/* Out of the unwatched list (watched now, ended, or deleted). */
+static void unwatched_drop(job *j)
+{
+    if (!j->unwatched)
+        return;
+    j->unwatched = false;
+    for (size_t i = 0; i < nunwatched; i++)
+        if (unwatched[i] == j) {
+            memmove(unwatched + i, unwatched + i + 1, (nunwatched - i - 1) * sizeof *unwatched);
+            nunwatched--;
+            return;
+        }
+}
+
+enum adopt_outcome { ADOPT_WATCHED, ADOPT_ENDED, ADOPT_SHORT };
+
+static bool files_short(int err) { return err == EMFILE || err == ENFILE; }
+
+/* The job's shim watched again, with keep descriptors left free: its pidfd held, its start and
+ * the warnings sent while joblet was away read, a stop owed told, a Slurm task's pieces taken
+ * back. ADOPT_ENDED: the shim is gone (its pid ended, or is another process's now). ADOPT_SHORT,
+ * nothing done: too few descriptors free, or its pidfd (or the read of its start time) failed
+ * with EMFILE or ENFILE, which says nothing of the shim. late: after the start (unwatched). */
+static enum adopt_outcome adopt_shim(job *j, int keep, bool late)
+{
+    if (!fds_available(keep))
+        return ADOPT_SHORT;
+    /* The pidfd first, then the start time: once the pidfd is held the pid cannot be reused
+     * under us, so a matching start time proves it is still our shim. */
+    int pidfd = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
+    if (pidfd < 0)
+        return files_short(errno) ? ADOPT_SHORT : ADOPT_ENDED;
+    errno = 0;
+    uint64_t started = proc_start_time(j->shim_pid);
+    if (!started && files_short(errno)) {
+        close(pidfd);
+        return ADOPT_SHORT;
+    }
+    if (!j->shim_start || started != j->shim_start) {
+        close(pidfd);
+        return ADOPT_ENDED;
+    }
+    char dir[700];
+    jobs_dir_of(j, dir, sizeof dir);
+    if (late)
+        job_event(j, JE_RESTARTED, -1, "re-attached to the job's shim (pid %d): joblet has descriptors free for it "
+                                       "again", (int)j->shim_pid);
+    else
+        job_event(j, JE_RESTARTED, -1, "joblet restarted; re-attached to the job's shim (pid %d)", (int)j->shim_pid);
+    read_started(j, dir);
+    read_warned(j, dir); /* sent while joblet was down */
+    if (!j->sandbox_uid) /* a row written before it had its column: the spec summary's */
+        j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
+    unwatched_drop(j); /* (before any word to the shim below: shim_watched) */
+    watch_shim(j, pidfd, -1);
+    log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
+    /* a stop (or requeue) committed before the shim was told, and joblet killed between
+     * the two: told now (the shim's stop is begun once; a second SIGTERM changes nothing) */
+    if ((j->state == JS_STOPPING || j->preempting) &&
+        syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+        log_err("job %s: cannot tell its shim again to stop: %s", j->id, strerror(errno));
+    if (j->slurm.set)
+        adopt_slurm_task(j);
+    return ADOPT_WATCHED;
+}
+
+/* The shim adopt_shim found gone: its end, as it recorded it, is the job's. */
+static void adopt_ended(job *j, bool late)
+{
+    if (late)
+        job_event(j, JE_RESTARTED, -1, "the job's shim (pid %d) ended before joblet had descriptors free to watch "
+                                       "it", (int)j->shim_pid);
+    else
+        job_event(j, JE_RESTARTED, -1, "joblet restarted; the job's shim (pid %d) ended while it was down",
+                  (int)j->shim_pid);
+    finalize(j);
+    if (j->slurm.set)
+        slurm_cg2_remove(j);
+}
+
+/* After a restart: every job that had a shim is re-attached, finished, or declared lost; or,
+ * with too few descriptors free, re-attached later (unwatched). */
 void job_launch_adopt_all(void)
 {
+    bool short_files = false; /* (once short, the jobs after it wait too: nothing frees one here) */
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
         if (!job_state_terminal(j->state) && j->shim_pid <= 0 && unrecorded_run(j))
@@ -769,36 +876,69 @@ void job_launch_adopt_all(void)
             continue;
         j->holds_room = true;
         core.running++;
-        char dir[700];
-        jobs_dir_of(j, dir, sizeof dir);
-        /* The pidfd first, then the start time: once the pidfd is held the pid cannot be reused
-         * under us, so a matching start time proves it is still our shim. */
-        int pidfd = (int)syscall(SYS_pidfd_open, j->shim_pid, 0);
-        if (pidfd >= 0 && j->shim_start && proc_start_time(j->shim_pid) == j->shim_start) {
-            job_event(j, JE_RESTARTED, -1, "joblet restarted; re-attached to the job's shim (pid %d)", (int)j->shim_pid);
-            read_started(j, dir);
-            read_warned(j, dir); /* sent while joblet was down */
-            if (!j->sandbox_uid) /* a row written before it had its column: the spec summary's */
-                j->sandbox_uid = job_detail_sandbox_uid(j); /* held until it ends */
-            watch_shim(j, pidfd, -1);
-            log_info("job %s: re-adopted running shim %d", j->id, (int)j->shim_pid);
-            /* a stop (or requeue) committed before the shim was told, and joblet killed between
-             * the two: told now (the shim's stop is begun once; a second SIGTERM changes nothing) */
-            if ((j->state == JS_STOPPING || j->preempting) &&
-                syscall(SYS_pidfd_send_signal, j->w_pid.fd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
-                log_err("job %s: cannot tell its shim again to stop: %s", j->id, strerror(errno));
-            if (j->slurm.set)
-                adopt_slurm_task(j);
+        enum adopt_outcome a = short_files ? ADOPT_SHORT : adopt_shim(j, ADOPT_START_FDS, false);
+        if (a == ADOPT_ENDED)
+            adopt_ended(j, false);
+        if (a != ADOPT_SHORT)
             continue;
+        short_files = true;
+        if (nunwatched == unwatched_cap) {
+            unwatched_cap = unwatched_cap ? unwatched_cap * 2 : 16;
+            unwatched = xrealloc(unwatched, unwatched_cap * sizeof *unwatched);
         }
-        if (pidfd >= 0)
-            close(pidfd);
-        job_event(j, JE_RESTARTED, -1, "joblet restarted; the job's shim (pid %d) ended while it was down",
-                  (int)j->shim_pid);
-        finalize(j);
-        if (j->slurm.set)
-            slurm_cg2_remove(j);
+        unwatched[nunwatched++] = j;
+        j->unwatched = true;
+        /* told once: the retries say nothing until it is watched (or found ended) */
+        job_event(j, JE_RESTARTED, -1, "joblet restarted with too few descriptors free to watch the job's shim (pid "
+                                       "%d; its open-file limit, ulimit -n, is %llu): the job runs on as it was (%s), "
+                                       "and joblet re-attaches to it once descriptors are free; until then a stop "
+                                       "waits for that, and a kill, signal, suspend or resume is refused",
+                  (int)j->shim_pid, (unsigned long long)core.nofile_hard, job_state_name(j->state));
     }
+    if (nunwatched) {
+        log_warn("%zu running jobs are not watched: joblet has too few descriptors free for their shims' pidfds (its "
+                 "open-file limit, ulimit -n, is %llu: lower than the one they were started under?). They run on, "
+                 "holding their room and GPUs, and are re-attached once descriptors are free (tried every %d s); new "
+                 "jobs wait until then", nunwatched, (unsigned long long)core.nofile_hard, UNWATCHED_RETRY_MS / 1000);
+        unwatched_retry_ms = now_ms() + UNWATCHED_RETRY_MS;
+    }
+}
+
+void job_launch_adopt_retry(void (*watched)(job *j))
+{
+    unwatched_retry_ms = 0;
+    bool any = nunwatched > 0;
+    while (nunwatched) {
+        job *j = unwatched[0];
+        enum adopt_outcome a = adopt_shim(j, JOB_LAUNCH_FDS, true);
+        if (a == ADOPT_SHORT)
+            break;
+        unwatched_drop(j); /* (done already for one watched) */
+        if (a == ADOPT_ENDED)
+            adopt_ended(j, true);
+        else if (watched)
+            watched(j);
+    }
+    if (nunwatched)
+        unwatched_retry_ms = now_ms() + UNWATCHED_RETRY_MS;
+    else if (any)
+        log_info("joblet has descriptors free again: every running job's shim is watched");
+}
+
+int64_t job_launch_adopt_due_ms(void) { return unwatched_retry_ms; }
+
+size_t job_launch_unwatched(void) { return nunwatched; }
+
+/* 0 when the job's shim is watched; else a busy answer, nothing done: every word to a shim goes
+ * through its pidfd, which an unwatched job's lacks (w_pid.fd -1). what: "stop", "kill", ... */
+static int shim_watched(const job *j, const char *what, jerr *e)
+{
+    if (!j->unwatched)
+        return 0;
+    unwatched_retry_ms = now_ms(); /* (descriptors may be free by now: the next turn looks) */
+    return jerr_busy(e, "cannot %s job %s now: joblet was restarted with too few descriptors free to watch its shim "
+                        "(its open-file limit, ulimit -n) and re-attaches to it once descriptors are free; nothing "
+                        "was done: try again", what, j->id);
 }
 
 /* An adopted job whose start the previous joblet did not hear: the shim's file tells. */
@@ -836,6 +976,7 @@ void job_launch_watch_tidying(job *j, int pidfd)
 void job_launch_forget(job *j)
 {
     job_launch_unwait(j);
+    unwatched_drop(j); /* (one that ends leaves the list first: deleted, it cannot be in it) */
     watch *ws[] = {&j->w_notify, &j->w_pid};
     for (size_t i = 0; i < 2; i++)
         if (ws[i]->fd >= 0) {
@@ -848,22 +989,33 @@ void job_launch_forget(job *j)
 /* SIGTERM (stop) or SIGUSR1 (kill) to the job's shim. */
 static int signal_shim(job *j, uid_t by, int sig, jerr *e)
 {
-    if (j->shim_pid <= 0 || j->w_pid.fd < 0)
+    /* The stop of a running job whose shim is not watched yet waits for it: STOPPING (or
+     * preempting) in its row, its SIGTERM is sent as it is re-attached (adopt_shim), as after
+     * any restart whose joblet was killed before it told a stop. Refused, a stop would be lost
+     * where nobody asks again (a workflow's cancel, a failed GPU's). A kill cannot wait so
+     * (nothing re-sends it), nor the stop of a job that does not show it (SUSPENDED: its thaw
+     * needs the shim; one still starting). */
+    bool later = j->unwatched && sig == SIGTERM && (j->state == JS_RUNNING || j->preempting);
+    if (!later && shim_watched(j, sig == SIGTERM ? "stop" : "kill", e) < 0)
+        return -1;
+    if (j->shim_pid <= 0 || (!later && j->w_pid.fd < 0))
         return jerr_http(e, 409, "job %s is %s; only a running job can be %s", j->id, job_state_name(j->state),
                          sig == SIGTERM ? "stopped" : "killed");
-    if (syscall(SYS_pidfd_send_signal, j->w_pid.fd, sig, NULL, 0) < 0 && errno != ESRCH)
+    if (!later && syscall(SYS_pidfd_send_signal, j->w_pid.fd, sig, NULL, 0) < 0 && errno != ESRCH)
         return jerr_sys(e, "signal the shim of job %s", j->id);
     j->stopped_by = by;
     if (j->state == JS_RUNNING)
         j->state = JS_STOPPING;
     /* (a preemption tells its own story: job_launch_preempt) */
     if (!j->preempting || sig == SIGUSR1) {
-        char who[48], how[64];
+        char who[48], how[200];
         snprintf(who, sizeof who, by == (uid_t)-1 ? "by joblet" : "by uid %u", (unsigned)by);
         if (sig == SIGUSR1)
             snprintf(how, sizeof how, "SIGKILL to every process at once (kill)");
         else
-            snprintf(how, sizeof how, "SIGTERM, SIGKILL after %llus", (unsigned long long)core.cfg.stop_grace_s);
+            snprintf(how, sizeof how, "SIGTERM%s, SIGKILL after %llus",
+                     later ? " once joblet has descriptors free to watch its shim (it re-attaches to it then)" : "",
+                     (unsigned long long)core.cfg.stop_grace_s);
         job_event(j, JE_STOPPING, by == (uid_t)-1 ? -1 : (int64_t)by, "%s%s%s: %s", who, j->fail_reason ? ", " : "",
                   j->fail_reason ? j->fail_reason : "", how);
     }
@@ -916,6 +1068,9 @@ int job_launch_thaw(job *j, jerr *e)
 {
     if (j->state != JS_SUSPENDED)
         return 0;
+    /* (thawed, its shim would not hear that its clock runs again: the limit would wait) */
+    if (shim_watched(j, "thaw", e) < 0)
+        return -1;
     if (job_freeze_ask(j, false, e) < 0)
         return -1;
     jerr re = {0};
@@ -1033,6 +1188,8 @@ int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
 {
     char name[16];
     parse_signal_name(sig, name, sizeof name);
+    if (shim_watched(j, "signal", e) < 0)
+        return -1;
     if (j->shim_pid <= 0 || j->w_pid.fd < 0)
         return jerr_http(e, 409, "job %s is %s; only a running job can be sent %s", j->id, job_state_name(j->state),
                          name);
@@ -1066,6 +1223,8 @@ int job_launch_signal(job *j, uid_t by, int sig, bool all, jerr *e)
 
 int job_launch_runtime(job *j, uint64_t seconds, bool suspended, jerr *e)
 {
+    if (shim_watched(j, "tell the run-time limit to", e) < 0)
+        return -1;
     if (j->shim_pid <= 0 || j->w_pid.fd < 0)
         return jerr_http(e, 409, "job %s is %s; its shim does not run", j->id, job_state_name(j->state));
     uint64_t word = (seconds > INT32_MAX ? INT32_MAX : seconds) | (suspended ? SHIM_LIMIT_SUSPENDED : 0);

@@ -5,6 +5,7 @@
 #define JOBLET_JOB_LAUNCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -47,8 +48,23 @@ void job_launch_wait_by(job *j, int pidfd, pid_t pid);
 void job_launch_cg2_path(const job *j, char *out, size_t len);
 
 void job_launch_unwait(job *j);
-/* After a restart: every job that had a shim is re-attached, finished, or declared lost. */
+/* After a restart: every job that had a shim is re-attached, finished, or declared lost. A shim
+ * joblet has too few descriptors free to watch (restarted under a lower open-file limit than its
+ * jobs took: pidfd_open's EMFILE, ENFILE) still runs: its job keeps its state, room and GPUs, is
+ * said so once (an event, a warning), and is re-attached later (job_launch_adopt_retry); until
+ * then a stop (a requeue, a preemption) of it waits for that, STOPPING, while a kill, signal,
+ * suspend, resume or run-time update is answered busy (503, nothing done), and jobs wait to
+ * launch (job_launch_unwatched). */
 void job_launch_adopt_all(void);
+/* The shims not watched yet, re-attached (or, gone, their jobs ended as they recorded) in the
+ * order adopted while a launch's descriptors (JOB_LAUNCH_FDS) stay free; watched(j) is called
+ * for each one re-attached (what the start does after adoption: job_ctl_resume_job). Due at
+ * job_launch_adopt_due_ms (0: none waits): every second, at once when a watched shim ends or a
+ * request found its job's shim unwatched. */
+void job_launch_adopt_retry(void (*watched)(job *j));
+int64_t job_launch_adopt_due_ms(void);
+/* How many running jobs' shims are not watched yet (a launch waits for them: queue.c). */
+size_t job_launch_unwatched(void);
 /* SIGTERM to the job's shim (the grace period, then SIGKILL, is the shim's); 409 when no shim
  * runs. by: the uid asking, -1 for joblet. */
 int job_launch_stop(job *j, uid_t by, jerr *e);

@@ -42,10 +42,12 @@ static bool files_short_before; /* the pass before did: warned once per spell */
 static int64_t files_retry_ms;  /* when the pass comes again for them, 0 none */
 
 /* Whether a launch (or an array's task, made to start) must wait for descriptors; who: the
- * job's or array's id, for the spell's one warning. */
+ * job's or array's id, for the spell's one warning. While a running job's shim is not watched
+ * (job_launch_unwatched: joblet restarted with too few descriptors free), its pidfd goes first:
+ * launched meanwhile, new jobs would take the descriptors it waits for. */
 static bool launch_files_short(const char *who)
 {
-    if (!files_short && fds_available(JOB_LAUNCH_FDS))
+    if (!files_short && !job_launch_unwatched() && fds_available(JOB_LAUNCH_FDS))
         return false;
     if (!files_short && !files_short_before)
         log_warn("job %s waits: joblet has fewer than %d descriptors free for its launch (its open-file limit; log "

@@ -174,11 +174,12 @@ static int before_wait(void)
     state_commit();
     if (settle_pending())
         return 0;
-    return until(until(until(until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms),
-                                       state_resync_at_ms()),
-                                 audit_due_ms()),
-                           nsscache_due_ms()),
-                 retention_due_ms());
+    return until(until(until(until(until(until(until(http_timeout_ms(), core.sched_wakeup_ms), core.trim_at_ms),
+                                             state_resync_at_ms()),
+                                       audit_due_ms()),
+                                 nsscache_due_ms()),
+                           retention_due_ms()),
+                 job_launch_adopt_due_ms());
 }
 
 /* After the events of a turn: timers, then the settle step, so requests see a settled state,
@@ -202,6 +203,9 @@ static void after_wake(void)
     int64_t keep_due = retention_due_ms();
     if (keep_due && now >= keep_due)
         retention_tick(now); /* ended jobs past jobs.keep_ended_s: a slice a turn */
+    int64_t adopt_due = job_launch_adopt_due_ms();
+    if (adopt_due && now >= adopt_due)
+        job_launch_adopt_retry(job_ctl_resume_job); /* shims the start had too few descriptors to watch */
     settle();
     workflow_drop_gone(false); /* those whose last job was deleted this turn */
     state_commit();
