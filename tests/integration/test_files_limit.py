@@ -12,6 +12,7 @@ import time
 
 from conftest import BUILD, wait_for
 from test_arrays import LIMITS
+from test_restart import alive
 
 
 def started_with_nofile(fresh_daemon, soft, hard):
@@ -133,14 +134,6 @@ def pidfds_of(pid):
         except OSError:
             pass
     return n
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 REATTACHED = "re-attached to the job's shim"
