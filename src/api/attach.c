@@ -47,6 +47,8 @@ typedef struct attach {
     bool c_in, c_out, s_in, s_out; /* readiness, as edge-triggered epoll told it */
     bool c_end, s_end;        /* the client went away (or broke); the shim's side ended */
     bool lingering, done;
+    bool keys_after;          /* ended as idle: what the client types until it has the note (and
+                                 closes) still goes to the shim, whose side stays open meanwhile */
     bool tls;                 /* over the TLS listener: cfd is the TCP socket, read and written
                                  through tls_s (tls_upgraded_recv, _send) */
     gnutls_session_t tls_s;
@@ -248,13 +250,14 @@ static void pump(attach *a)
     for (bool moved = true; moved && steps < SLICE; steps++) {
         moved = false;
         /* (over TLS only with room for a whole record: tls.h) */
-        size_t c_room = a->lingering ? TLS_RECORD_MAX : BUF - a->up_len;
+        bool keys = !a->lingering || a->keys_after; /* (else read and dropped: linger) */
+        size_t c_room = keys ? BUF - a->up_len : TLS_RECORD_MAX;
         if (a->c_in && !a->c_end && !a->ws_closing && c_room >= (a->tls ? TLS_RECORD_MAX : 1)) {
             static unsigned char ws_in[BUF]; /* (one loop: one session reads at a time) */
             static char sink[TLS_RECORD_MAX];
-            char *to = a->lingering ? sink : a->websocket ? (char *)ws_in : a->up + a->up_len;
+            char *to = !keys ? sink : a->websocket ? (char *)ws_in : a->up + a->up_len;
             ssize_t n = a->tls ? tls_upgraded_recv(a->tls_s, to, c_room) : recv(a->cfd, to, c_room, 0);
-            if (n > 0 && !a->lingering) {
+            if (n > 0 && keys) {
                 if (a->websocket)
                     ws_up(a, ws_in, (size_t)n);
                 else
@@ -345,7 +348,7 @@ static void pump(attach *a)
     if (a->s_end && a->down_len && !a->lingering && a->tfd < 0)
         end_in_linger(a);
     if (a->s_end && !a->down_len && !a->lingering) {
-        if (a->sfd >= 0) {
+        if (a->sfd >= 0 && !a->keys_after) {
             loop_del(&a->ws);
             close(a->sfd);
             a->sfd = a->ws.fd = -1;
@@ -406,7 +409,13 @@ static void on_idle(watch *w, uint32_t events)
         put_line(a, line, 0); /* (at a frame boundary of the shim's stream only) */
     a->why = "idle (jobs.terminal_idle_timeout_s)";
     job_term_unwait(&a->waiter);
-    a->s_end = true; /* the shim's side closed once the note is out: it sees a detach */
+    a->s_end = true; /* nothing more of the shim's: it sees a detach once the client closed */
+    /* Keys typed before the client had the note (sent, or read in this turn after the timer) are
+     * the job's: they go to the shim until the client closes (or LINGER_S), not dropped as a
+     * lingering client's are; what the job writes meanwhile, the next attach's replay shows
+     * (a relay such as Slurm's attaches again at once: its keys were lost in that gap). An
+     * exec's process is ended with its stream: no keys for it. */
+    a->keys_after = !a->exec && a->sfd >= 0;
     pump(a);
 }
 

@@ -711,6 +711,34 @@ def test_an_idle_terminal_is_detached(fresh_daemon):
     d.wait(job["id"])
 
 
+def test_keys_that_cross_the_idle_note_reach_the_job(fresh_daemon):
+    """Keys a client sent before it had joblet's idle note (the two crossed on the wire) are the
+    job's: joblet passes them on to the shim until the client closes. They were read and dropped
+    as a lingering client's are, so Slurm's relay (srun --pty), which attaches again at once, lost
+    what was typed in that gap (test_slurm_plugin's idle detach failed so under load)."""
+    need_root()
+    d = fresh_daemon("jobs:\n  terminal_idle_timeout_s: 1\n")
+    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
+    assert st == 201, job
+    s, status, _ = attach_unix(d.sock, job["id"])
+    assert status == 101
+    s.sendall(frame(3, struct.pack(">HH", 24, 80)))
+    seen = b""
+    while b"detached (jobs.terminal_idle_timeout_s)" not in seen:
+        c = s.recv(65536)
+        assert c, f"the stream ended without the idle note: {seen!r}"
+        seen += c
+    s.sendall(frame(0, b"echo typed-late > /work/late\n"))   # after the note, before the close
+    while s.recv(65536):   # to the stream's end (joblet's shutdown), then closed as a client does
+        pass
+    s.close()
+    late = os.path.join(d.work(job["id"]), "late")
+    wait_for(lambda: os.path.exists(late), "the keys typed as the note came reach the job", timeout=30)
+    assert d.job(job["id"])["status"] == "RUNNING"
+    d.api("POST", f"/v1/jobs/{job['id']}/stop")
+    d.wait(job["id"])
+
+
 def rnx_in_pty(d, *args, timeout=60, type_after=None):
     """rnx with a pseudo-terminal for its stdin, stdout and stderr, read to its exit: (exit code,
     what it wrote). type_after: (bytes seen, keys): the keys typed once rnx wrote those bytes."""
