@@ -866,7 +866,7 @@ SANITIZER_PASS_SKIPS = {
     "test_console_browser.py": "chromium drives the console; the daemon's routes are test_console's, which the pass runs",
     "test_console_lighthouse.py": "Lighthouse audits the console's pages in chromium; no joblet code beyond test_console's",
 }
-# And these, by measure: scripts/coverage_by_file.py (a coverage build, each module alone) found
+# And these, by measure: scripts/coverage_by_file.py (a coverage build, each module alone, 2026-11-29) found
 # that every line of joblet's C they reach, other modules of the pass reach too, but one each for
 # two of them (an error message's line); each costs 10-30 s.
 COVERED_ELSEWHERE = "every line of joblet's C it reaches, other modules of the pass reach (scripts/coverage_by_file.py)"
