@@ -689,16 +689,24 @@ def test_attach_bounds_per_job_and_per_user(fresh_daemon):
         d.wait(jid)
 
 
-def test_an_idle_terminal_is_detached(fresh_daemon):
-    """jobs.terminal_idle_timeout_s: an attach where nothing moved for that long is closed with a
-    note; the job goes on, and the detach is recorded with why."""
+def idle_attach(fresh_daemon, seconds):
+    """A daemon with jobs.terminal_idle_timeout_s at seconds, a terminal job of sh and an attach
+    to it, its size sent: (the daemon, the job, the attach's socket)."""
     need_root()
-    d = fresh_daemon("jobs:\n  terminal_idle_timeout_s: 2\n")
+    d = fresh_daemon(f"jobs:\n  terminal_idle_timeout_s: {seconds}\n")
     st, job = d.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
     assert st == 201, job
     s, status, _ = attach_unix(d.sock, job["id"])
     assert status == 101
-    s.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"echo awake\n"))
+    s.sendall(frame(3, struct.pack(">HH", 24, 80)))
+    return d, job, s
+
+
+def test_an_idle_terminal_is_detached(fresh_daemon):
+    """jobs.terminal_idle_timeout_s: an attach where nothing moved for that long is closed with a
+    note; the job goes on, and the detach is recorded with why."""
+    d, job, s = idle_attach(fresh_daemon, 2)
+    s.sendall(frame(0, b"echo awake\n"))
     out, err, code = read_streams(s, lambda o, e: False)     # until joblet closes it
     assert b"awake" in out and code is None, (out, err, code)
     assert re.search(rb"\[joblet: nothing typed or written for 2 s: detached \(jobs.terminal_idle_timeout_s\)", err), err
@@ -716,13 +724,7 @@ def test_keys_that_cross_the_idle_note_reach_the_job(fresh_daemon):
     job's: joblet passes them on to the shim until the client closes. They were read and dropped
     as a lingering client's are, so Slurm's relay (srun --pty), which attaches again at once, lost
     what was typed in that gap (test_slurm_plugin's idle detach failed so under load)."""
-    need_root()
-    d = fresh_daemon("jobs:\n  terminal_idle_timeout_s: 1\n")
-    st, job = d.api("POST", "/v1/jobs", {"command": "sh", "tty": True, "stdin": True})
-    assert st == 201, job
-    s, status, _ = attach_unix(d.sock, job["id"])
-    assert status == 101
-    s.sendall(frame(3, struct.pack(">HH", 24, 80)))
+    d, job, s = idle_attach(fresh_daemon, 1)
     seen = b""
     while b"detached (jobs.terminal_idle_timeout_s)" not in seen:
         c = s.recv(65536)
