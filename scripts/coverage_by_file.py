@@ -26,10 +26,10 @@ import os
 import shutil
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from unit_seconds import junit_seconds  # noqa: E402 (scripts/, beside this file)
 
 
 def gcda_files(top):
@@ -97,17 +97,6 @@ def items_of(moddir):
                         if br["count"] > 0:
                             hit.add((src, ln["line_number"], n))
     return hit
-
-
-def junit_seconds(path):
-    """{module file: seconds} from a pytest junit file, for the modules with a test that ran."""
-    secs, ran = {}, set()
-    for tc in ET.parse(path).iter("testcase"):
-        name = tc.get("classname", "").split(".")[-1] + ".py"
-        secs[name] = secs.get(name, 0.0) + float(tc.get("time", 0))
-        if tc.find("skipped") is None:
-            ran.add(name)
-    return {m: s for m, s in secs.items() if m in ran}
 
 
 def costs(out, junit):

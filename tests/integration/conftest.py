@@ -931,8 +931,8 @@ SANITIZER_PASS_SKIP_TESTS = {
 # Parallel workers. scripts/test.sh runs the modules in pytest-xdist workers (--dist loadgroup):
 # each module runs whole, its tests in order, in one worker. Every daemon has its own directory,
 # socket and cgroup root, so most modules share nothing with each other; the modules of a group
-# below share something of the machine's and so run one after another in one worker. Groups are
-# handed out first, in this order (the longest first), then the modules in their usual order.
+# below share something of the machine's and so run one after another in one worker, in the
+# order listed. The units (a group, or a module) are handed out the longest first (UNIT_ORDER).
 SHARED = {
     # The runtime build cache: 8 archives kept, so one module's builds may evict another's
     # python-3.11-ml (minutes from the mirror when cold; runtime_util.build waits for a build of
@@ -950,9 +950,9 @@ SHARED = {
     # Slurm's fixed v1 cgroups slurm_node1/2, and every slurm* one swept at a cluster's end
     "slurm": ["test_slurm_cluster.py", "test_slurm_joblet.py", "test_slurm_plugin.py", "test_slurm_hostile.py",
               "test_docs_slurm.py", "test_slurm_ml.py"],
-    # (handed out last of the groups, and test_slurm_ml above last of its group: their ML modules
-    # wait for runtime-cache's first build of python-3.11-ml, ~5 minutes on an empty machine,
-    # holding a worker idle; the later they start, the less)
+    # (handed out no earlier than runtime-cache (UNIT_AFTER), and test_slurm_ml above last of its
+    # group: their ML modules wait for runtime-cache's first build of python-3.11-ml, ~5 minutes
+    # on an empty machine, holding a worker idle; the later they start, the less)
     # nftables' table inet joblet, the links jb-*/jv* (test_networks' fixture prunes and checks
     # them) and the default networks' addresses; the host's interface list (test_cli and
     # test_isolation compare a --network host job's with it; test_delegated adds a veth)
@@ -960,17 +960,47 @@ SHARED = {
                      "test_isolation.py", "test_delegated.py", "test_networks_ml.py"],
 }
 GROUP_OF = {m: g for g, ms in SHARED.items() for m in ms}
+UNIT_AFTER = {"slurm": "runtime-cache"}
+
+
+def unit_order(units, seconds):
+    """The order in which the workers are handed the units: the longest first by seconds (the
+    unit's time in the pass, unit_seconds.json), so that a long one never starts last and runs
+    alone while the other workers wait (before: modules in file-name order after the groups; the
+    last half of the normal pass left 50-80 % of the CPU idle); a unit of no known time (a module
+    newer than the file) first; a unit of UNIT_AFTER no earlier than the one it waits for."""
+    order = sorted(units, key=lambda u: (-seconds.get(u, float("inf")), u))   # (ties: by name, as every worker)
+    for u, first in UNIT_AFTER.items():
+        if u in order and first in order and order.index(u) < order.index(first):
+            order.remove(u)
+            order.insert(order.index(first) + 1, u)
+    return order
+
+
+def recorded_unit_seconds(pass_name):
+    """{unit: seconds} of the pass ("normal" or "sanitizers") in the last run recorded
+    (scripts/unit_seconds.py); none when the file is missing."""
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit_seconds.json")) as fp:
+            return json.load(fp).get(pass_name, {})
+    except FileNotFoundError:
+        return {}
 
 
 @pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the group's mark
 def pytest_collection_modifyitems(config, items):
     def module(item):
         return os.path.basename(str(item.fspath))
+    def unit(item):
+        return GROUP_OF.get(module(item), module(item))
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(GROUP_OF.get(module(item), module(item))))
-    order = {m: i for i, m in enumerate(GROUP_OF)}   # groups first, each module where its group lists it
-    items.sort(key=lambda it: order.get(module(it), len(order)))   # stable: the rest as collected
-    if os.environ.get("JOBLET_PASS") != "sanitizers":
+        item.add_marker(pytest.mark.xdist_group(unit(item)))
+    sanitizers = os.environ.get("JOBLET_PASS") == "sanitizers"
+    rank = {u: i for i, u in enumerate(unit_order({unit(it) for it in items},
+                                                  recorded_unit_seconds("sanitizers" if sanitizers else "normal")))}
+    within = {m: i for ms in SHARED.values() for i, m in enumerate(ms)}   # a group's modules as listed
+    items.sort(key=lambda it: (rank[unit(it)], within.get(module(it), 0)))   # stable: a module's tests as collected
+    if not sanitizers:
         return
     for item in items:
         why = SANITIZER_PASS_SKIPS.get(module(item)) or \
