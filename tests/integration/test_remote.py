@@ -394,6 +394,9 @@ def test_roles_over_every_route(remote):
             assert st == 201, job
             st, ej = remote.api("other", "POST", "/v1/jobs", {"command": "/bin/true"})
             remote.d.wait(ej["id"])
+            # "theirs" is a running job (archive 200, cancel 409): on a loaded machine a
+            # job just submitted may not have started yet (CI's sanitizer pass: archive 409)
+            remote.d.wait_status(job["id"], "RUNNING", timeout=120)
             p = path.replace("{theirs}", job["id"]).replace("{theirs_ended}", ej["id"]).replace("{role}", role)
             b = body
             raw = ctype = None
