@@ -9,8 +9,8 @@ phase() { printf '=== %s (at %dm%02ds) ===\n' "$*" $((SECONDS / 60)) $((SECONDS 
 pytest=(python3 -m pytest)
 [[ -x /usr/bin/python3 ]] && pytest=(/usr/bin/python3 -m pytest)   # Debian's python3-pytest
 
-run_suite() {  # run_suite BUILD_DIR LABEL WORKERS
-  local dir=$1 label=$2 workers=${JOBLET_TEST_WORKERS:-$3}
+run_suite() {  # run_suite BUILD_DIR LABEL
+  local dir=$1 label=$2
   phase "$label: unit tests"
   meson test -C "$dir" --print-errorlogs
   phase "$label: layering"
@@ -20,8 +20,7 @@ run_suite() {  # run_suite BUILD_DIR LABEL WORKERS
   # every test's time is in $dir/integration-junit.xml, to see where a run's time goes.
   # -n: the modules run in parallel workers (pytest-xdist), most of a test's time is waiting;
   # modules that share something of the machine's keep to one worker (conftest.py: SHARED).
-  # JOBLET_TEST_WORKERS, when set, is both passes' count.
-  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs --durations=15 --junitxml="$dir/integration-junit.xml" -n "$workers" --dist loadgroup \
+  JOBLET_BUILD=$PWD/$dir "${pytest[@]}" -q -rs --durations=15 --junitxml="$dir/integration-junit.xml" -n "${JOBLET_TEST_WORKERS:-3}" --dist loadgroup \
     tests/integration tests/gpu
 }
 
@@ -51,9 +50,7 @@ setsid nice -n 19 ionice -c 3 bash -c '
 ' >"$side_log" 2>&1 &
 side=$!
 trap 'kill -- -"$side" 2>/dev/null || true' EXIT
-# 5 workers: the normal pass mostly waits on its jobs (idle CPU 5-52 % by 5-minute windows with
-# 3), and 5 made it 920 s against 1,256 (docs/performance.md, "The suite's order and its workers")
-run_suite build "normal build" 5
+run_suite build "normal build"
 
 phase "fuzz harnesses and ASan+UBSan build (made beside the normal pass)"
 side_rc=0
@@ -64,6 +61,5 @@ cat "$side_log"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
 export JOBLET_PASS=sanitizers   # tests/integration/conftest.py: SANITIZER_PASS_SKIPS
-# 3 workers: the sanitizer pass is bound by CPU (0-2 % idle); more only load the machine
-run_suite build-asan "ASan+UBSan build" 3
+run_suite build-asan "ASan+UBSan build"
 phase "all tests passed"
