@@ -7,9 +7,10 @@
  * bss, word by word. gcc's shared runtimes hold ~12 MB of their own there, none of it a pointer
  * to a block the program allocated: libasan.so.8 5.6 MB (its stack depot's table), libubsan.so.1
  * 6.1 MB (a second copy of the sanitizers' common part, its own depot) against rnx's 2.4 MB and
- * libc's 50 KB. That scan was ~65 % of an ASan `rnx --help` (70 ms of CPU, 35 without leak
- * checking) and ~22 % of the test suite's whole sanitizer pass, which starts and ends these
- * executables tens of thousands of times (docs/performance.md, "LeakSanitizer's roots").
+ * libc's 50 KB: 14.3 MB scanned at the end of an ASan `rnx --help`, whose leak check was half its
+ * CPU (~70 ms against ~35 without). LeakSanitizer's checks were ~22 % of the CPU of the test
+ * suite's sanitizer pass, which starts and ends these executables tens of thousands of times
+ * (docs/performance.md, "LeakSanitizer's roots").
  *
  * So the leak check does not scan the modules' data itself (`use_globals=0`, the default this
  * executable gives LSan; LSAN_OPTIONS still overrides it), and at exit, before the check runs,
