@@ -102,14 +102,29 @@ def build_spank_plugin(src, out):
 
 
 def free_ports(n):
+    """n TCP ports nothing is bound to now, below the kernel's ephemeral range: a port the kernel
+    picked (bind to port 0) was free only until the daemons bound it, and any connection made in
+    between (the cluster's own daemons', another worker's) could take it as its local port
+    (CI's sanitizer pass, local run 150: slurmd "Address already in use"). Ports below that range
+    are never given to a connection; picked at random, so that two clusters rarely pick alike."""
+    import random
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
     socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
+    try:
+        while len(ports) < n:
+            port = random.randrange(10000, max(low, 10001))
+            s = socket.socket()
+            try:
+                s.bind(("0.0.0.0", port))   # slurmd and slurmctld listen on every address
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+            ports.append(port)
+    finally:
+        for s in socks:
+            s.close()
     return ports
 
 
