@@ -7,10 +7,10 @@
  * bss, word by word. gcc's shared runtimes hold ~12 MB of their own there, none of it a pointer
  * to a block the program allocated: libasan.so.8 5.6 MB (its stack depot's table), libubsan.so.1
  * 6.1 MB (a second copy of the sanitizers' common part, its own depot) against rnx's 2.4 MB and
- * libc's 50 KB: 14.3 MB scanned at the end of an ASan `rnx --help`, whose leak check was half its
- * CPU (~70 ms against ~35 without). LeakSanitizer's checks were ~22 % of the CPU of the test
- * suite's sanitizer pass, which starts and ends these executables tens of thousands of times
- * (docs/performance.md, "LeakSanitizer's roots").
+ * libc's 50 KB: 14.3 MB scanned at the end of an ASan `rnx --help`, whose leak check was two
+ * thirds of its CPU (55 ms against 18 without; 26 with this file). The test suite's sanitizer
+ * pass starts and ends these executables tens of thousands of times (docs/performance.md,
+ * "LeakSanitizer's roots").
  *
  * So the leak check does not scan the modules' data itself (`use_globals=0`, the default this
  * executable gives LSan; LSAN_OPTIONS still overrides it), and at exit, before the check runs,
