@@ -9,7 +9,14 @@ from conftest import rnx_as, tasks_of, wait_for
 USER = 4391  # a plain uid (setpriv), no /etc/passwd entry needed
 
 # ignores SIGTERM (so is its sleep, which inherits it): a stop lasts jobs.stop_grace_s, 2 s here
-DEAF = ["sh", "-c", "trap '' TERM; while :; do sleep 0.2; done"]
+DEAF = ["sh", "-c", "trap '' TERM; echo deaf; while :; do sleep 0.2; done"]
+
+
+def wait_deaf(d, ref):
+    """ref runs and ignores TERM: RUNNING is said once its shell started, maybe before its trap,
+    and a requeue's TERM then ended it at once (stop 63's CI saw that race in test_retention)."""
+    wait_for(lambda: d.job(ref)["status"] == "RUNNING" and "deaf" in d.output(ref), f"{ref} running, deaf to TERM",
+             timeout=60)
 
 
 def test_a_stop_during_a_requeues_stop_ends_the_job(daemon):
@@ -19,7 +26,7 @@ def test_a_stop_during_a_requeues_stop_ends_the_job(daemon):
     d = daemon
     jid = d.submit(*DEAF)
     try:
-        d.wait_status(jid, "RUNNING")
+        wait_deaf(d, jid)
         d.rnx("job", "requeue", jid, check=True)
         p = d.rnx("job", "stop", jid)
         assert p.returncode == 0, (p.stdout, p.stderr)
@@ -41,6 +48,7 @@ def test_an_arrays_stop_during_a_tasks_requeue_ends_the_task(daemon):
     aid = d.rnx("job", "run", "--array=0-2%1", *DEAF, check=True).stdout.strip()
     try:
         wait_for(lambda: any(t["status"] == "RUNNING" for t in tasks_of(d, aid)), "task 0 running", timeout=60)
+        wait_deaf(d, f"{aid[:8]}_0")
         d.rnx("job", "requeue", f"{aid[:8]}_0", check=True)
         d.rnx("job", "stop", aid, check=True)
         wait_for(lambda: d.job(aid)["status"] not in ("RUNNING", "QUEUED"), "the array to end", timeout=30)
@@ -104,7 +112,7 @@ def test_a_hold_during_a_requeues_stop_holds_the_job_once_stopped(daemon):
     d = daemon
     jid = d.submit(*DEAF)
     try:
-        d.wait_status(jid, "RUNNING")
+        wait_deaf(d, jid)
         d.rnx("job", "requeue", jid, check=True)
         p = d.rnx("job", "hold", jid)
         assert p.returncode == 0, (p.stdout, p.stderr)
@@ -131,8 +139,8 @@ def test_a_hold_or_stop_during_a_requeue_outlives_a_kill9(fresh_daemon):
     d = fresh_daemon()
     held, stopped = d.submit(*DEAF), d.submit(*DEAF)
     try:
-        d.wait_status(held, "RUNNING")
-        d.wait_status(stopped, "RUNNING")
+        wait_deaf(d, held)
+        wait_deaf(d, stopped)
         d.rnx("job", "requeue", held, stopped, check=True)
         d.rnx("job", "hold", held, check=True)
         d.rnx("job", "stop", stopped, check=True)
@@ -155,7 +163,7 @@ def test_a_release_during_a_held_requeues_stop_puts_it_back_in_the_queue(daemon)
     d = daemon
     mine = rnx_as(d, USER, "job", "run", *DEAF).stdout.strip()
     try:
-        d.wait_status(mine, "RUNNING")
+        wait_deaf(d, mine)
         # the owner's own requeue --hold, released during its stop
         assert rnx_as(d, USER, "job", "requeue", "--hold", mine).returncode == 0
         p = rnx_as(d, USER, "job", "release", mine)
@@ -173,6 +181,7 @@ def test_a_release_during_a_held_requeues_stop_puts_it_back_in_the_queue(daemon)
         # an array's task being requeued held: released by naming it
         aid = d.rnx("job", "run", "--array=0-1%1", *DEAF, check=True).stdout.strip()
         wait_for(lambda: any(t["status"] == "RUNNING" for t in tasks_of(d, aid)), "task 0 running", timeout=60)
+        wait_deaf(d, f"{aid[:8]}_0")
         d.rnx("job", "requeue", "--hold", f"{aid[:8]}_0", check=True)
         p = d.rnx("job", "release", f"{aid[:8]}_0")
         assert p.returncode == 0, (p.stdout, p.stderr)
@@ -247,8 +256,9 @@ def test_a_cancel_during_a_requeues_stop_ends_the_job_and_the_arrays_task(daemon
     jid = d.submit(*DEAF)
     aid = d.rnx("job", "run", "--array=0-2%1", *DEAF, check=True).stdout.strip()
     try:
-        d.wait_status(jid, "RUNNING")
+        wait_deaf(d, jid)
         wait_for(lambda: any(t["status"] == "RUNNING" for t in tasks_of(d, aid)), "task 0 running", timeout=60)
+        wait_deaf(d, f"{aid[:8]}_0")
         d.rnx("job", "requeue", jid, f"{aid[:8]}_0", check=True)
         p = d.rnx("job", "cancel", jid)
         assert p.returncode == 0, (p.stdout, p.stderr)

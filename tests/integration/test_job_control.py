@@ -662,8 +662,8 @@ def test_requeue_hold_and_refusal(d):
 def test_requeue_hold_is_kept_over_a_kill_9_during_the_stop(fresh_daemon):
     # a job that ignores SIGTERM: its stop lasts the whole grace period, and joblet dies in it
     dd = fresh_daemon("jobs:\n  stop_grace_s: 6\n")
-    jid = dd.submit("sh", "-c", "trap '' TERM; while :; do sleep 0.1; done")
-    dd.wait_status(jid, "RUNNING")
+    jid = dd.submit("sh", "-c", "trap '' TERM; echo deaf; while :; do sleep 0.1; done")
+    wait_for(lambda: "deaf" in dd.output(jid), "the job deaf to TERM")  # RUNNING can precede the trap
     p = dd.rnx("job", "requeue", "--hold", jid)
     assert p.returncode == 0, p.stderr
     assert dd.job(jid)["status"] == "STOPPING"

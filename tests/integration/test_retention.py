@@ -105,12 +105,15 @@ def test_a_canceled_workflows_jobs_stay_until_its_last_job_stopped(tmp_path):
     need_root()
     dm = Daemon(f"jobs:\n  keep_ended_s: {KEEP_S}\n  stop_grace_s: 600\n").start()
     try:
-        wid = submit(dm, "cancel-keep", job("slow", "trap '' TERM; exec sleep 600"),
+        wid = submit(dm, "cancel-keep", job("slow", "trap '' TERM; echo deaf; exec sleep 600"),
                      job("after", "true", requires=[("slow", "COMPLETED")]))["id"]
 
         def ids():
             return {j["name"]: j.get("job_id") for j in wf_get(dm, wid)["jobs"]}
         wait_for(lambda: ids()["slow"] and status(dm, ids()["slow"]) == "RUNNING", "the first job running")
+        # RUNNING is said once the shell is started, maybe before its trap: a TERM then ended it
+        # and the test saw it deleted, not STOPPING (the project's CI, normal pass, stop 63)
+        wait_for(lambda: "deaf" in dm.output(ids()["slow"]), "the first job deaf to TERM")
         code, w = dm.api("POST", f"/v1/workflows/{wid}/cancel")
         assert code == 200, w
         assert wf_get(dm, wid)["state"] == "CANCELED"
