@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +355,8 @@ static struct {
     jlist state[JS_COUNT]; /* by state, of the states jobs_state_listed names */
     uint32_t *held;   /* per uid of the range: the unfinished jobs holding it */
     uint64_t held_start, held_size;
+    uint64_t held_sum;     /* the sum of held's counts (verify: what it does not look at is zero) */
+    uint32_t *held_check;  /* verify's own counts, zero between its calls (made at its first) */
 } ix = {.queue = {.slot = offsetof(job, idx_queue), .sorted = true},
         .room = {.slot = offsetof(job, idx_room), .sorted = true}};
 
@@ -400,7 +403,8 @@ static job **jlist_in_order(jlist *l, size_t *n)
     return l->v;
 }
 
-static struct owner *owner_of(uid_t uid)
+/* Where uid's counts are in ix.owners, or would be put. */
+static size_t owner_at(uid_t uid)
 {
     size_t lo = 0, hi = ix.nowners;
     while (lo < hi) {
@@ -410,6 +414,12 @@ static struct owner *owner_of(uid_t uid)
         else
             hi = mid;
     }
+    return lo;
+}
+
+static struct owner *owner_of(uid_t uid)
+{
+    size_t lo = owner_at(uid);
     if (lo < ix.nowners && ix.owners[lo].uid == uid)
         return &ix.owners[lo];
     if (ix.nowners == ix.owners_cap) {
@@ -489,13 +499,13 @@ static void count_as(job *j, uint8_t want, uid_t u, uid_t s)
     if (j->idx_uid != u || j->idx_sandbox != s) {
         uint32_t *h;
         if ((h = held_at(j->idx_uid)))
-            (*h)--;
+            (*h)--, ix.held_sum--;
         if ((h = held_at(j->idx_sandbox)))
-            (*h)--;
+            (*h)--, ix.held_sum--;
         if ((h = held_at(u)))
-            (*h)++;
+            (*h)++, ix.held_sum++;
         if ((h = held_at(s)))
-            (*h)++;
+            (*h)++, ix.held_sum++;
         j->idx_uid = u;
         j->idx_sandbox = s;
     }
@@ -530,6 +540,7 @@ void jobs_index_rebuild(void)
     }
     if (!fresh)
         memset(ix.held, 0, ix.held_size * sizeof *ix.held);
+    ix.held_sum = 0;
     for (size_t i = 0; i < core.njobs; i++) {
         job *j = core.jobs[i];
         j->idx_flags = 0;
@@ -550,6 +561,9 @@ void jobs_index_free(void)
         free(ix.state[s].v);
     memset(ix.state, 0, sizeof ix.state); /* (made again by ix_ready, as held) */
     free(ix.held);
+    free(ix.held_check);
+    ix.held_check = NULL;
+    ix.held_sum = 0;
     ix.owners = NULL;
     ix.queue.v = ix.room.v = NULL;
     ix.held = NULL;
@@ -564,26 +578,48 @@ void jobs_index_free(void)
  * run it at that level find it. */
 static void verify(const char *where)
 {
-    static int64_t last_ns;
+    static int64_t last_ns, ids_ns;
     if (!state_check_due(&last_ns, core.njobs))
         return;
+    /* (the id indexes change only as a job comes or goes: each job looked up in them at most
+     * once a second with more than a few hundred kept, their sizes at every check) */
+    bool ids = state_check_due(&ids_ns, core.njobs > 256 ? SIZE_MAX : 0);
     ix_ready();
     char what[300] = "";
     size_t nq = 0, nr = 0, ns[JS_COUNT] = {0};
-    uint64_t kept = 0;
-    uint32_t *held = xcalloc(ix.held_size, sizeof *held);
+    uint64_t kept = 0, held_sum = 0;
+    /* the range's uids held, counted again: in held_check, at the uids the jobs hold (O(jobs),
+     * not O(range): a calloc and a compare of the range's 256 KiB at every use was most of a
+     * debug daemon's CPU with a few thousand jobs kept); each such uid's count compared, and the
+     * sums, so that a count held where no job holds it shows too */
+    if (!ix.held_check)
+        ix.held_check = xcalloc(ix.held_size, sizeof *ix.held_check);
+    uint32_t *held = ix.held_check;
+    /* each owner's counts, counted again in the same walk (by ix.owners' order) */
+    jobs_user_count *owned = xcalloc(ix.nowners ? ix.nowners : 1, sizeof *owned);
     for (size_t i = 0; i < core.njobs && !what[0]; i++) {
         job *j = core.jobs[i];
         uint8_t want = flags_of(j);
+        size_t o = owner_at(j->owner_uid);
+        if (o < ix.nowners && ix.owners[o].uid == j->owner_uid) {
+            owned[o].kept++;
+            owned[o].waiting += (want & IDX_WAITING) != 0;
+            owned[o].bytes += jobreq_bytes(&j->req);
+        } else {
+            snprintf(what, sizeof what, "job %s is not counted under its owner, uid %u", j->id,
+                     (unsigned)j->owner_uid);
+        }
         nq += (want & IDX_QUEUE) != 0;
         nr += (want & IDX_ROOM) != 0;
         ns[j->state] += (want & IDX_STATE) != 0;
         uint32_t *h;
         if ((h = held_at(held_uid(j, j->uid))))
-            held[h - ix.held]++;
+            held[h - ix.held]++, held_sum++;
         if ((h = held_at(held_uid(j, j->sandbox_uid))))
-            held[h - ix.held]++;
-        if (j->idx_flags != want)
+            held[h - ix.held]++, held_sum++;
+        if (what[0]) {
+            /* (its owner's count, above) */
+        } else if (j->idx_flags != want)
             snprintf(what, sizeof what, "job %s (%s, shim %d, room %d) counted as %#x, is %#x", j->id,
                      job_state_name(j->state), (int)j->shim_pid, j->holds_room, j->idx_flags, want);
         else if ((want & IDX_QUEUE && (j->idx_queue >= ix.queue.n || ix.queue.v[j->idx_queue] != j)) ||
@@ -593,20 +629,14 @@ static void verify(const char *where)
                                       ix.state[j->state].v[j->idx_state] != j))
             snprintf(what, sizeof what, "job %s (%s) is not at its place in the list of its state (listed as %s)",
                      j->id, job_state_name(j->state), job_state_name((enum job_state)j->idx_as));
-        else if (idindex_get(&by_ref, j->id) != j || idindex_get(&by_owner_name, j->id) != j)
+        else if (ids && (idindex_get(&by_ref, j->id) != j || idindex_get(&by_owner_name, j->id) != j))
             snprintf(what, sizeof what, "job %s is not found by its id", j->id);
     }
     if (!what[0] && (by_ref.n != core.njobs || by_owner_name.n != core.njobs))
         snprintf(what, sizeof what, "%zu jobs found by id, %zu by owner and name; %zu in the table", by_ref.n,
                  by_owner_name.n, core.njobs);
     for (size_t o = 0; o < ix.nowners && !what[0]; o++) {
-        jobs_user_count c = {0};
-        for (size_t i = 0; i < core.njobs; i++)
-            if (core.jobs[i]->owner_uid == ix.owners[o].uid) {
-                c.kept++;
-                c.waiting += (flags_of(core.jobs[i]) & IDX_WAITING) != 0;
-                c.bytes += jobreq_bytes(&core.jobs[i]->req);
-            }
+        jobs_user_count c = owned[o];
         kept += c.kept;
         if (c.kept != ix.owners[o].c.kept || c.waiting != ix.owners[o].c.waiting || c.bytes != ix.owners[o].c.bytes)
             snprintf(what, sizeof what, "uid %u: %llu kept, %llu waiting counted; %llu, %llu in the table",
@@ -614,6 +644,7 @@ static void verify(const char *where)
                      (unsigned long long)ix.owners[o].c.waiting, (unsigned long long)c.kept,
                      (unsigned long long)c.waiting);
     }
+    free(owned);
     if (!what[0] && kept != core.njobs)
         snprintf(what, sizeof what, "%llu jobs counted under their owners; %zu in the table", (unsigned long long)kept,
                  core.njobs);
@@ -624,9 +655,26 @@ static void verify(const char *where)
         if (ns[s] != ix.state[s].n)
             snprintf(what, sizeof what, "%zu %s listed; %zu in the table", ix.state[s].n,
                      job_state_name((enum job_state)s), ns[s]);
-    if (!what[0] && memcmp(held, ix.held, ix.held_size * sizeof *held))
-        snprintf(what, sizeof what, "the range's uids held differ from the table's");
-    free(held);
+    /* each uid a job holds, compared; then held_check made zero again where the first loop
+     * counted (every job up to where it stopped) */
+    for (int zero = 0; zero < 2; zero++)
+        for (size_t i = 0; i < core.njobs; i++) {
+            job *j = core.jobs[i];
+            const uid_t u[2] = {held_uid(j, j->uid), held_uid(j, j->sandbox_uid)};
+            for (size_t k = 0; k < 2; k++) {
+                uint32_t *h = held_at(u[k]);
+                if (!h)
+                    continue;
+                if (zero)
+                    held[h - ix.held] = 0;
+                else if (!what[0] && held[h - ix.held] != *h)
+                    snprintf(what, sizeof what, "uid %u: held by %u jobs counted; %u in the table", (unsigned)u[k],
+                             (unsigned)*h, (unsigned)held[h - ix.held]);
+            }
+        }
+    if (!what[0] && held_sum != ix.held_sum)
+        snprintf(what, sizeof what, "%llu uids held counted in the range; %llu in the table",
+                 (unsigned long long)ix.held_sum, (unsigned long long)held_sum);
     if (what[0]) {
         log_err("jobs: the table's indexes differ from a scan (%s): %s", where, what);
         abort();
