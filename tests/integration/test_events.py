@@ -4,6 +4,8 @@ import json
 import os
 import time
 
+import pytest
+
 from conftest import ROOT, rnx_as
 from sse import Stream
 
@@ -169,3 +171,46 @@ def test_other_users_events_do_not_push_a_stream_behind(fresh_daemon):
     user_job = p.stdout.split()[-1]
     seen = mine.until(job_is(user_job, "COMPLETED"))
     assert all(k == "job" and v["id"] == user_job for k, v, _ in seen), [k for k, _, _ in seen]
+
+
+def test_gpu_samples_on_the_stream_follow_the_driver(fresh_daemon, tmp_path):
+    """GPU health samples (docs/api.md, "Events": gpu_sample), as the console's sparklines draw
+    them: on the fake NVML, sampled every 200 ms, each GPU's sample comes to every caller, with the
+    driver's figures, and follows what the driver says next. (The sanitizer pass reached this event
+    nowhere else: test_gpu_guide and test_console_browser run in the normal pass only.)"""
+    from conftest import BUILD
+    lib = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
+    if not os.path.exists(lib):
+        pytest.skip("the fake NVML was not built")
+    fix = os.path.join(FIX, "dgx-h100")
+    events = tmp_path / "events"
+    events.write_text("")
+    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {lib}\n  proc_root: {fix}/proc\n  sys_root: {fix}/sys\n"
+                     f"  health_interval_ms: 200\n  scrub: 0\n",
+                     env={"FAKE_NVML_FIXTURE": f"{fix}/machine.json", "FAKE_NVML_EVENTS": str(events)})
+    with open(f"{fix}/machine.json") as f:
+        driver = {g["index"]: g for g in json.load(f)["gpus"]}
+    keys = ("temperature_c", "utilization_pct", "memory_used_mb", "power_w")
+    for s in (Stream(d.sock), Stream(d.sock, uid=UID)):            # root and a user: the GPU view is everyone's
+        assert s.next()[0] == "hello"
+        got = {}
+
+        def every_gpus(k, v):
+            if k == "gpu_sample":
+                got.setdefault(v["index"], v)
+            return len(got) == 8
+        s.until(every_gpus, timeout=30)
+        assert sorted(got) == list(range(8)), sorted(got)
+        for i, v in got.items():
+            assert set(v) == {"index", "t", *keys}, v
+            assert v["t"] > 0
+            assert [v[k] for k in keys] == [driver[i][k] for k in keys], (i, v, driver[i])
+        s.close()
+    # what the driver says next, the next samples say
+    s = Stream(d.sock)
+    assert s.next()[0] == "hello"
+    with open(events, "a") as f:
+        f.write("temp 4 91\nutil 4 12\n")
+    v = s.until(lambda k, v: k == "gpu_sample" and v["index"] == 4 and v["temperature_c"] == 91, timeout=30)[-1][1]
+    assert v["utilization_pct"] == 12, v
+    s.close()
