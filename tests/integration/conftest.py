@@ -207,6 +207,22 @@ def bulk_as(d, user, reqs):
     return json.loads(p.stdout)
 
 
+def fake_nvml_daemon(fresh_daemon, tmp_path, fixture="dgx-h100", health_interval_ms=200):
+    """A daemon on the fake NVML (tests/fakes/fake_nvml.c) with a fixture machine's GPUs, sampled
+    every health_interval_ms: (daemon, the fixture's machine.json, the events file whose lines the
+    fake reads as what the driver says next). Skips where the fake was not built."""
+    lib = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
+    if not os.path.exists(lib):
+        pytest.skip("the fake NVML was not built")
+    fix = os.path.join(ROOT, "tests", "fixtures", fixture)
+    events = tmp_path / "events"
+    events.write_text("")
+    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {lib}\n  proc_root: {fix}/proc\n  sys_root: {fix}/sys\n"
+                     f"  health_interval_ms: {health_interval_ms}\n  scrub: 0\n",
+                     env={"FAKE_NVML_FIXTURE": f"{fix}/machine.json", "FAKE_NVML_EVENTS": str(events)})
+    return d, f"{fix}/machine.json", events
+
+
 def rnx_as(d, user, *args, timeout=150, input=None, text=True):
     """rnx run as user (see setpriv) against daemon d; text=False for bytes in and out. timeout
     as for api_as."""

@@ -163,16 +163,8 @@ def test_console_in_chromium(fresh_daemon, shots, own_net, tmp_path):
 def test_gpu_samples_draw_live(fresh_daemon, shots, tmp_path, own_net):
     """On the fake NVML (samples every 200 ms): sparklines fill in, a GPU's utilization and
     temperature follow what the driver says, an XID shows on its card — all without reloading."""
-    from conftest import BUILD
-    lib = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
-    if not os.path.exists(lib):
-        pytest.skip("the fake NVML was not built")
-    fix = os.path.join(FIX, "dgx-h100")
-    events = tmp_path / "events"
-    events.write_text("")
-    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {lib}\n  proc_root: {fix}/proc\n  sys_root: {fix}/sys\n"
-                     f"  health_interval_ms: 200\n  scrub: 0\n",
-                     env={"FAKE_NVML_FIXTURE": f"{fix}/machine.json", "FAKE_NVML_EVENTS": str(events)})
+    from conftest import fake_nvml_daemon
+    d, _, events = fake_nvml_daemon(fresh_daemon, tmp_path)
     con = Console(d, prefix=own_net.inside)
     drv = browser(own_net, tmp_path)
     try:

@@ -4,9 +4,7 @@ import json
 import os
 import time
 
-import pytest
-
-from conftest import ROOT, rnx_as
+from conftest import ROOT, fake_nvml_daemon, rnx_as
 from sse import Stream
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -178,17 +176,8 @@ def test_gpu_samples_on_the_stream_follow_the_driver(fresh_daemon, tmp_path):
     them: on the fake NVML, sampled every 200 ms, each GPU's sample comes to every caller, with the
     driver's figures, and follows what the driver says next. (The sanitizer pass reached this event
     nowhere else: test_gpu_guide and test_console_browser run in the normal pass only.)"""
-    from conftest import BUILD
-    lib = os.path.join(BUILD, "tests", "fakes", "libnvidia-ml.so.1")
-    if not os.path.exists(lib):
-        pytest.skip("the fake NVML was not built")
-    fix = os.path.join(FIX, "dgx-h100")
-    events = tmp_path / "events"
-    events.write_text("")
-    d = fresh_daemon(f"gpu:\n  backends: [nvml]\n  nvml_library: {lib}\n  proc_root: {fix}/proc\n  sys_root: {fix}/sys\n"
-                     f"  health_interval_ms: 200\n  scrub: 0\n",
-                     env={"FAKE_NVML_FIXTURE": f"{fix}/machine.json", "FAKE_NVML_EVENTS": str(events)})
-    with open(f"{fix}/machine.json") as f:
+    d, machine, events = fake_nvml_daemon(fresh_daemon, tmp_path)
+    with open(machine) as f:
         driver = {g["index"]: g for g in json.load(f)["gpus"]}
     keys = ("temperature_c", "utilization_pct", "memory_used_mb", "power_w")
     for s in (Stream(d.sock), Stream(d.sock, uid=UID)):            # root and a user: the GPU view is everyone's
