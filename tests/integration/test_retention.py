@@ -145,10 +145,12 @@ def ended_one_later(d):
 def test_a_job_a_waiting_job_names_stays_until_it_is_decided(d):
     # Slurm never cancels a job for a dependency MinJobAge purged; here the waiter would be
     # CANCELED "needed job ... to end COMPLETED; it was deleted" though that job completed
-    done = d.submit("true")
-    d.wait(done)
+    # (done is held until its waiter is linked: ended first, it could go before it was)
+    done = d.rnx("job", "run", "--hold", "true", check=True).stdout.strip()
     running = d.submit("sleep", "600")
     waiter = d.rnx("job", "run", f"--after={done}:ok,{running}", "true", check=True).stdout.strip()
+    d.rnx("job", "release", done, check=True)
+    d.wait(done)
     assert status(d, waiter) == "PENDING"
     ended_one_later(d)
     assert status(d, done) == "COMPLETED"                   # kept: a waiting job names it
@@ -160,8 +162,10 @@ def test_a_job_a_waiting_job_names_stays_until_it_is_decided(d):
 def test_an_array_a_waiting_array_names_stays_until_it_is_decided(d):
     # whole: the array named is not reaped under its waiter, task by task (Slurm's aftercorr):
     # its tasks' jobs are not deleted while the waiter's tasks wait for them
-    named = d.rnx("job", "run", "--array=0-1", "true", check=True).stdout.strip()
-    wait_for(lambda: status(d, named) == "COMPLETED", f"array {named} ended")
+    # named is held until its waiters are linked: had it ended first, retention could delete its
+    # tasks' jobs (KEEP_S later) before they were, and corr's task 0 be CANCELED ("its job was
+    # deleted", as it should be) -- what a loaded sanitizer pass showed once (run 154)
+    named = d.rnx("job", "run", "--hold", "--array=0-1", "true", check=True).stdout.strip()
     none = d.rnx("job", "run", "--hold", "--array=0-1", "true", check=True).stdout.strip()
     d.rnx("job", "cancel", none, check=True)               # no task ran: no job of it to keep
     running = d.submit("sleep", "600")
@@ -169,7 +173,11 @@ def test_an_array_a_waiting_array_names_stays_until_it_is_decided(d):
                   check=True).stdout.strip()
     corr = d.rnx("job", "run", "--array=0-1%1", f"--after={named}:corr", "sh", "-c",
                  '[ "$SLURM_ARRAY_TASK_ID" = 0 ] && exec sleep 600; true', check=True).stdout.strip()
-    wait_for(lambda: made_status(d, f"{corr}_0") == "RUNNING", "the first task of the task-by-task array running")
+    d.rnx("job", "release", named, check=True)
+    wait_for(lambda: status(d, named) == "COMPLETED", f"array {named} ended")
+    wait_for(lambda: made_status(d, f"{corr}_0") not in (None, "PENDING", "QUEUED", "SCHEDULED"),
+             "the first task of the task-by-task array started")
+    assert status(d, f"{corr}_0") == "RUNNING"
     ended_one_later(d)
     ended_one_later(d)                                      # (an array with no job left: a pass later)
     assert status(d, f"{named}_1") == "COMPLETED"           # kept: waited for
