@@ -73,6 +73,19 @@ def wait_for(pred, what="the condition", timeout=60):
     raise AssertionError(f"{what}: not after {timeout}s (last: {v!r})")
 
 
+# A job deaf to TERM (and so is what its shell runs): its stop lasts jobs.stop_grace_s and ends by
+# the grace's SIGKILL. Act on it only once wait_deaf saw it say so.
+DEAF_SH = "trap '' TERM; echo deaf; while :; do sleep 0.2; done"
+DEAF = ["sh", "-c", DEAF_SH]
+
+
+def wait_deaf(d, ref, timeout=60):
+    """ref runs and ignores TERM. RUNNING is said once its shell started, maybe before its trap:
+    a TERM then ended it at once (stop 63's CI saw that race in test_retention)."""
+    wait_for(lambda: d.job(ref)["status"] == "RUNNING" and "deaf" in d.output(ref), f"{ref} running, deaf to TERM",
+             timeout=timeout)
+
+
 def sockets_of(pid):
     """How many sockets the process holds open (a descriptor it closes while they are counted is
     not one)."""

@@ -3,7 +3,7 @@ does to a requeued job, and what joblet must then still say and keep."""
 import os
 import sqlite3
 
-from conftest import shim_record, wait_for
+from conftest import DEAF, shim_record, wait_deaf, wait_for
 
 
 def test_requeued_jobs_second_run_output_is_in_its_log(daemon):
@@ -40,8 +40,8 @@ def test_a_kill9_after_a_requeues_stop_never_loses_the_job(fresh_daemon):
     # wide here by holding the database's write lock from outside while the stop ends (each
     # commit then fails after its busy timeout); seen without it about one time in four
     d = fresh_daemon()
-    jid = d.submit("sh", "-c", "trap '' TERM; echo deaf; while :; do sleep 0.1; done")  # ends by the grace's SIGKILL
-    wait_for(lambda: "deaf" in d.output(jid), "the job deaf to TERM")  # RUNNING can precede the trap
+    jid = d.submit(*DEAF)                                   # ends by the grace's SIGKILL
+    wait_deaf(d, jid)
     jdir = os.path.join(d.state, "jobs", jid)  # the shim's start record, while the run lasts
     wait_for(lambda: shim_record(jdir, "started"), "the run's start record")
     d.rnx("job", "requeue", "--hold", jid, check=True)  # committed before rnx hears it (docs)

@@ -5,7 +5,7 @@ import json
 import os
 import time
 
-from conftest import ROOT, api_as, rnx_as, wait_for
+from conftest import DEAF, ROOT, api_as, rnx_as, wait_deaf
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 FAKE_MPS = os.path.join(ROOT, "tests", "fakes", "nvidia-cuda-mps-control")
@@ -361,8 +361,8 @@ def test_a_hold_during_a_preemptions_stop_holds_the_job_once_stopped(fresh_daemo
     only once it was PREEMPTED. It now makes it wait HELD once stopped (who held it said), not
     PREEMPTED: the higher job's end no longer starts it; released, it runs again."""
     d = sim(fresh_daemon, "a100-pcie-4")
-    low = run_id(d, "--gpu=4", "--preemptible", "sh", "-c", "trap '' TERM; echo deaf; while :; do sleep 0.2; done")
-    wait_for(lambda: "deaf" in d.output(low), "the job deaf to TERM")  # RUNNING can precede the trap
+    low = run_id(d, "--gpu=4", "--preemptible", *DEAF)
+    wait_deaf(d, low)
     high = run_id(d, "--gpu=4", "--priority=10", "sleep", "600")
     d.wait_status(low, "STOPPING", timeout=30)
     p = d.rnx("job", "hold", low)

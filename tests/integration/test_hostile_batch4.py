@@ -4,19 +4,11 @@ being requeued does, instead of being refused or taken and then the job running 
 array's own history (who held, released, updated, suspended or stopped it)."""
 import time
 
-from conftest import rnx_as, tasks_of, wait_for
+from conftest import DEAF, rnx_as, tasks_of, wait_deaf, wait_for
 
 USER = 4391  # a plain uid (setpriv), no /etc/passwd entry needed
 
-# ignores SIGTERM (so is its sleep, which inherits it): a stop lasts jobs.stop_grace_s, 2 s here
-DEAF = ["sh", "-c", "trap '' TERM; echo deaf; while :; do sleep 0.2; done"]
-
-
-def wait_deaf(d, ref):
-    """ref runs and ignores TERM: RUNNING is said once its shell started, maybe before its trap,
-    and a requeue's TERM then ended it at once (stop 63's CI saw that race in test_retention)."""
-    wait_for(lambda: d.job(ref)["status"] == "RUNNING" and "deaf" in d.output(ref), f"{ref} running, deaf to TERM",
-             timeout=60)
+# (DEAF: a job that ignores SIGTERM, whose stop lasts jobs.stop_grace_s, 2 s here)
 
 
 def test_a_stop_during_a_requeues_stop_ends_the_job(daemon):

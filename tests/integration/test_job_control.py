@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, rnx_as, wait_for
+from conftest import DEAF, ROOT, rnx_as, wait_deaf, wait_for
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 CONFIG = f"gpu:\n  fixture: {FIX}/a100-pcie-4/machine.json\n  scrub: 0\n"
@@ -662,8 +662,8 @@ def test_requeue_hold_and_refusal(d):
 def test_requeue_hold_is_kept_over_a_kill_9_during_the_stop(fresh_daemon):
     # a job that ignores SIGTERM: its stop lasts the whole grace period, and joblet dies in it
     dd = fresh_daemon("jobs:\n  stop_grace_s: 6\n")
-    jid = dd.submit("sh", "-c", "trap '' TERM; echo deaf; while :; do sleep 0.1; done")
-    wait_for(lambda: "deaf" in dd.output(jid), "the job deaf to TERM")  # RUNNING can precede the trap
+    jid = dd.submit(*DEAF)
+    wait_deaf(dd, jid)
     p = dd.rnx("job", "requeue", "--hold", jid)
     assert p.returncode == 0, p.stderr
     assert dd.job(jid)["status"] == "STOPPING"

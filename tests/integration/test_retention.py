@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, TERMINAL, Daemon, need_root, wait_for
+from conftest import BUILD, DEAF_SH, TERMINAL, Daemon, need_root, wait_deaf, wait_for
 from test_workflows import job, submit, wf_get
 
 KEEP_S = 2
@@ -105,15 +105,13 @@ def test_a_canceled_workflows_jobs_stay_until_its_last_job_stopped(tmp_path):
     need_root()
     dm = Daemon(f"jobs:\n  keep_ended_s: {KEEP_S}\n  stop_grace_s: 600\n").start()
     try:
-        wid = submit(dm, "cancel-keep", job("slow", "trap '' TERM; echo deaf; exec sleep 600"),
+        wid = submit(dm, "cancel-keep", job("slow", DEAF_SH),
                      job("after", "true", requires=[("slow", "COMPLETED")]))["id"]
 
         def ids():
             return {j["name"]: j.get("job_id") for j in wf_get(dm, wid)["jobs"]}
-        wait_for(lambda: ids()["slow"] and status(dm, ids()["slow"]) == "RUNNING", "the first job running")
-        # RUNNING is said once the shell is started, maybe before its trap: a TERM then ended it
-        # and the test saw it deleted, not STOPPING (the project's CI, normal pass, stop 63)
-        wait_for(lambda: "deaf" in dm.output(ids()["slow"]), "the first job deaf to TERM")
+        wait_for(lambda: ids()["slow"], "the first job made")
+        wait_deaf(dm, ids()["slow"])                        # (a TERM before its trap ended it: stop 63)
         code, w = dm.api("POST", f"/v1/workflows/{wid}/cancel")
         assert code == 200, w
         assert wf_get(dm, wid)["state"] == "CANCELED"
