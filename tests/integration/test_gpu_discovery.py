@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, ROOT, need_root
+from conftest import BUILD, ROOT
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 FAKE_SMI = os.path.join(ROOT, "tests", "fakes", "nvidia-smi")

@@ -1,7 +1,6 @@
 """GPU isolation without a GPU (DESIGN §7): as root, mknod 195:N test nodes in a scratch device
 directory (gpu.dev_root). The kernel's device cgroup check comes before the driver, so inside a
 job an allowed node opens with ENXIO (no driver) and a denied one fails with EPERM."""
-import errno
 import json
 import os
 import stat
@@ -13,8 +12,8 @@ import pytest
 
 import busybox_runtime
 
-from conftest import BUILD, ROOT
-from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes, uvm_major
+from conftest import BUILD
+from gpu_nodes import FAKE_NVML, FIX, machine, make_nodes
 
 MACHINES = ["dgx-h100", "dgx1-v100", "a100-pcie-4", "mixed"]  # a100-mig: test_mig_device_gets_only_its_capabilities
 

@@ -12,7 +12,6 @@ the bounds, malformed frames, exec's edges and its end with the job): kept as re
 Every probe that tries to escape is harmless if it succeeds: it writes a marker file under /tmp."""
 import json
 import os
-import socket
 import struct
 import subprocess
 import time

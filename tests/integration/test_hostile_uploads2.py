@@ -6,9 +6,7 @@ import glob
 import json
 import os
 import re
-import socket
 import subprocess
-import time
 
 from conftest import api_as, need_setpriv, setpriv, wait_for
 

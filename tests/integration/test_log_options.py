@@ -8,8 +8,6 @@ import re
 import struct
 import time
 
-import pytest
-
 from conftest import UnixHTTPConnection, wait_for
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -157,8 +157,6 @@ def test_no_secret_at_rest_in_the_state_directory(fresh_daemon):
 # ---- every rnx command: what a user or joblet controls never reaches the terminal raw ----------
 
 import re
-import shutil
-import stat
 
 import busybox_runtime
 from conftest import ROOT, file_holds

@@ -131,7 +131,7 @@ def test_a_node_whose_certificate_does_not_name_the_address_is_refused(two):
     rnx("node", "add", "b-by-ip", path, check=True)
     p = rnx("--node", "b-by-ip", "job", "list")
     assert p.returncode != 0
-    assert f"does not name 127.0.0.1" in p.stderr and "refusing" in p.stderr, p.stderr
+    assert "does not name 127.0.0.1" in p.stderr and "refusing" in p.stderr, p.stderr
     # and node a's certificate (another CA) cannot stand in for node b: an entry with a's CA
     # dialing b's port fails on the CA
     with open(path) as f:
