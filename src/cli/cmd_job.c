@@ -2078,6 +2078,7 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
     json_t *body = json_object();
     const char *id = NULL;
     bool after_none = false;
+    const char *bare_runtime = NULL; /* --max-runtime given as a bare number (seconds) */
     int c, rc;
     optind = 0;
     while ((c = rnx_getopt(argc, argv, "h", opts, "rnx job update")) != -1) {
@@ -2137,6 +2138,8 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
         }
         if ((f == &jobreq_fields[JR_AFTER])) /* (sent once they are all read: --after is repeatable) */
             continue;
+        if (f == &jobreq_fields[JR_MAX_RUNTIME_S])
+            bare_runtime = strspn(optarg, "0123456789") == strlen(optarg) ? optarg : NULL;
         if (f->kind == JK_TEXT) {
             json_object_set_new(body, f->key, json_string(r.schedule_at));
             continue;
@@ -2193,6 +2196,11 @@ static int job_update(rnx_ctx *ctx, int argc, char **argv)
             print_textf(stdout, "updated array %s (%s)\n", jstr(arr, "id") ? jstr(arr, "id") : id, ref ? ref : "?");
     } else
         print_textf(stdout, "updated %s (%s)\n", answer_id(answer, id), jstr(answer, "status") ? jstr(answer, "status") : "?");
+    /* scontrol update TimeLimit=90 (and rnx job batch --time=90) is 90 minutes: said, as a limit
+     * already past stops a running job at once */
+    if (rc == RNX_OK && bare_runtime)
+        fprintf(stderr, "rnx: note: --max-runtime=%s means %s s: a bare number is seconds here (Slurm's TimeLimit=%s "
+                        "is minutes: --max-runtime=%smin)\n", bare_runtime, bare_runtime, bare_runtime, bare_runtime);
     json_decref(answer);
     free(path);
     client_free(cl);

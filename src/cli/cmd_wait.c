@@ -40,7 +40,7 @@ static const char wait_help[] =
     "waits on, trying again every second.\n"
     "\n"
     "Flags:\n"
-    "  --timeout DURATION   give up after this long: 90, 30s, 10min, 2h\n"
+    "  --timeout DURATION   give up after this long: 90, 30s, 10min, 2h, 1:00:00\n"
     "  -q, --quiet          print nothing but errors\n"
     "  -h, --help           show this help\n";
 
@@ -290,9 +290,9 @@ int cmd_job_wait(rnx_ctx *ctx, int argc, char **argv)
         case 'h': fputs(wait_help, stdout); return RNX_OK;
         case 'q': quiet = true; break;
         case O_TIMEOUT:
-            if (parse_duration("--timeout", optarg, &timeout_s, &e) < 0 || timeout_s == 0)
+            if (parse_time_limit("--timeout", optarg, &timeout_s, &e) < 0 || timeout_s == 0)
                 return rnx_usage("job wait: --timeout: '%s' is not a duration of at least 1 second (90, 30s, "
-                                 "10min, 2h)", optarg);
+                                 "10min, 2h, or Slurm's MIN:SEC, H:MIN:SEC, D-H)", optarg);
             break;
         default: return RNX_USAGE;
         }

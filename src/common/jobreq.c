@@ -317,17 +317,6 @@ static void quote_shown(const char *shown, char v[80])
 /* A duration in seconds: parse_duration's 90, 30min, 2h30m, 1d, or Slurm's time limits with a
  * colon or a dash, 2:00:00, 1-12, 1-0:30 (sbatch --time, scontrol update TimeLimit=); a bare
  * number stays seconds, as everywhere in rnx, not Slurm's minutes. */
-static int seconds_text(const char *field, const char *text, uint64_t *u, jerr *e)
-{
-    if (!strpbrk(text, ":-"))
-        return parse_duration(field, text, u, e);
-    long long s = parse_slurm_time(text);
-    if (s <= 0) /* malformed, or none: a limit is left out to have none */
-        return -1;
-    *u = (uint64_t)s;
-    return 0;
-}
-
 /* "gpu_count: '0' must be a number of GPUs from 1 to 64, or all" */
 static int refuse(jerr *e, const jobreq_field *f, const char *shown)
 {
@@ -1107,7 +1096,7 @@ int jobreq_set_text(job_req *r, const jobreq_field *f, const char *text, time_t 
          * does for the same text sent to the API */
         if ((f->unit == JU_MB && parse_size_mb(f->key, text, &u, &tmp) < 0) ||
             (f->unit == JU_BYTES && parse_bytes(f->key, text, &u, &tmp) < 0) ||
-            (f->unit == JU_SECONDS && seconds_text(f->key, text, &u, &tmp) < 0) ||
+            (f->unit == JU_SECONDS && parse_time_limit(f->key, text, &u, &tmp) < 0) ||
             (f->unit != JU_MB && f->unit != JU_BYTES && f->unit != JU_SECONDS) || u > INT64_MAX)
             return refuse(e, f, text);
         /* checked in the API's unit, but refused in the words the person typed */

@@ -479,3 +479,14 @@ long long parse_slurm_time(const char *s)
     secs += days * 86400;
     return secs ? secs : -1;
 }
+
+int parse_time_limit(const char *field, const char *s, uint64_t *seconds, jerr *e)
+{
+    if (!s || !strpbrk(s, ":-"))
+        return parse_duration(field, s, seconds, e);
+    long long v = parse_slurm_time(s);
+    if (v <= 0) /* malformed, or none: a limit is left out to have none */
+        return jerr_field(e, field, "%s: '%s' is not a time limit (H:MIN:SEC, MIN:SEC, D-H[:MIN[:SEC]])", field, s);
+    *seconds = (uint64_t)v;
+    return 0;
+}

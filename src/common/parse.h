@@ -25,6 +25,9 @@ bool parse_whole(const char *s, long long lo, long long hi, long long *out);
  * "D-H:MIN:SEC"; 0, -1, UNLIMITED or INFINITE for none. Seconds, or -1 for none (a zero time
  * too); -2 when malformed. */
 long long parse_slurm_time(const char *s);
+/* A time limit or timeout as rnx takes one everywhere: parse_duration's words ("90" is seconds),
+ * or, holding ':' or '-', Slurm's forms above ("1:00" a minute); none (0, UNLIMITED) is refused. */
+int parse_time_limit(const char *field, const char *s, uint64_t *seconds, jerr *e);
 int parse_rfc3339(const char *s, time_t *out);
 /* "KEY=VALUE" with KEY a portable environment name. key gets a copy of the name. */
 int parse_env_pair(const char *field, const char *s, char *key, size_t keylen, const char **value, jerr *e);

@@ -64,10 +64,21 @@ int depend_resolve(job_req *req, const caller *as, jerr *e)
                                               "the whole array (%.8s)", ref, r.a->id, r.tasks.r[0].lo, r.a->id);
             bool made;
             arrays_task(r.a, r.tasks.r[0].lo, &made);
-            return jerr_field(e, "after", "after: task %u of array %s %s; wait for the whole array (%.8s), or "
-                                          "task by task from an array (%.8s:corr)", r.tasks.r[0].lo, r.a->id,
-                              made ? "was deleted" : "has not started yet (it is a job once it starts)", r.a->id,
-                              r.a->id);
+            if (made)
+                return jerr_field(e, "after", "after: task %u of array %s was deleted; wait for the whole array "
+                                              "(%.8s), or task by task from an array (%.8s:corr)", r.tasks.r[0].lo,
+                                  r.a->id, r.a->id, r.a->id);
+            /* (Slurm's afterok:123_4 names a task pending as any: here a task is a job once made,
+             * which its start does, or a hold of it where array_ctl.c's unmade_named takes one) */
+            uint32_t t = r.tasks.r[0].lo;
+            bool holdable = !r.a->waiting && !r.a->held && !arrays_canceled(r.a) && !depend_tasks_by_task(r.a) &&
+                            !arrayspec_has(arrays_skip(r.a), t) && arrays_ahead_ok(r.a, t);
+            char hold[96] = "";
+            if (holdable)
+                snprintf(hold, sizeof hold, ", or once held: rnx job hold %.8s_%u, then release it", r.a->id, t);
+            return jerr_field(e, "after", "after: task %u of array %s has not started yet (it is a job once it starts%s); "
+                                          "wait for the whole array (%.8s), or task by task from an array (%.8s:corr)",
+                              t, r.a->id, hold, r.a->id, r.a->id);
         }
         id = r.a ? r.a->id : r.j->id;
         if (strcmp(ref, id)) {

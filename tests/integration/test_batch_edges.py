@@ -142,8 +142,20 @@ def test_after_a_task_not_made_yet_is_refused_saying_so(daemon):
     gate, aid = gated_array(d, "0-1", "true")
     p = d.rnx("job", "run", f"--after={aid[:8]}_1", "true")
     assert p.returncode != 0 and "task 1 of array" in p.stderr and "has not started yet" in p.stderr, p.stderr
+    assert "rnx job hold" not in p.stderr, p.stderr         # (a waiting array's tasks are not held one by one)
     d.rnx("job", "cancel", aid, check=True)
     d.rnx("job", "stop", gate, check=True)
+    # one that could be held is told so: held, the task is a job, and a job may wait on it (a
+    # Slurm user's afterok:123_4 on a task still pending)
+    aid = run(d, "--array=0-1%1", "sleep", "1000")
+    p = d.rnx("job", "run", f"--after={aid[:8]}_1:ok", "true")
+    assert p.returncode != 0 and f"or once held: rnx job hold {aid[:8]}_1, then release it" in p.stderr, p.stderr
+    d.rnx("job", "hold", f"{aid[:8]}_1", check=True)
+    waiter = run(d, f"--after={aid[:8]}_1:ok", "true")
+    assert d.job(waiter)["status"] == "PENDING"
+    d.rnx("job", "cancel", waiter, check=True)
+    d.rnx("job", "cancel", f"{aid[:8]}_1", check=True)
+    d.rnx("job", "stop", f"{aid[:8]}_0", check=True)
 
 
 def test_a_users_job_named_as_anothers_short_id_does_not_take_roots_command(daemon):

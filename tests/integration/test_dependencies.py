@@ -219,6 +219,11 @@ def test_wait_exit_status(daemon):
     dep = run(daemon, f"--after={gate}:ok", "true")
     p = daemon.rnx("job", "wait", "--timeout=1", dep)
     assert p.returncode == 124 and "--timeout" in p.stderr, (p.returncode, p.stderr)
+    # Slurm's MIN:SEC as --max-runtime takes it (one parser for both), and its malformed one named
+    p = daemon.rnx("job", "wait", "--timeout=0:01", dep)
+    assert p.returncode == 124 and "--timeout passed" in p.stderr, (p.returncode, p.stderr)
+    p = daemon.rnx("job", "wait", "--timeout=1:xx", dep)
+    assert p.returncode == 2 and "--timeout: '1:xx' is not a duration" in p.stderr, (p.returncode, p.stderr)
     assert daemon.job(dep)["status"] == "PENDING"
     w = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "wait", dep, gate], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True,

@@ -44,7 +44,9 @@ def test_a_running_jobs_limit_taken_away_lets_it_run_past_it(daemon):
     d.rnx("job", "update", jid, "--max-runtime=infinite", check=True)
     assert len(events(d, jid)) == n
     # a limit given back ends it as any: one already past ends it now
-    d.rnx("job", "update", jid, "--max-runtime=1", check=True)
+    # (a bare number is seconds, said: scontrol's TimeLimit=1 is a minute)
+    p = d.rnx("job", "update", jid, "--max-runtime=1", check=True)
+    assert "rnx: note: --max-runtime=1 means 1 s" in p.stderr and "--max-runtime=1min" in p.stderr, p.stderr
     assert (d.wait(jid)["end_reason"]) == "time_limit"
 
 
@@ -52,7 +54,8 @@ def test_the_words_the_api_and_the_refusals(daemon):
     d = daemon
     jid = d.submit("true", max_runtime_s=600, hold=True)
     for word in ("none", "INFINITE"):
-        d.rnx("job", "update", jid, "--max-runtime=2h", check=True)
+        p = d.rnx("job", "update", jid, "--max-runtime=2h", check=True)
+        assert p.stderr == "", p.stderr                     # (a unit given: nothing to say)
         d.rnx("job", "update", jid, f"--max-runtime={word}", check=True)
         assert d.job(jid)["limits"].get("max_runtime_s") is None, word
     code, j = d.api("POST", f"/v1/jobs/{jid}/update", {"max_runtime_s": 60})
