@@ -434,6 +434,35 @@ static void test_slurm_time(void **state)
     }
 }
 
+/* rnx's time limits and timeouts: duration words (a bare number is seconds, not Slurm's minutes),
+ * Slurm's forms when a colon or dash is there; none (0, UNLIMITED) and the malformed refused,
+ * naming the field. */
+static void test_time_limit(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        long long want; /* -1: refused */
+    } cases[] = {
+        {"90", 90},  {"30s", 30},     {"10min", 600}, {"2h30m", 9000}, {"1:00", 60}, {"2:00:00", 7200},
+        {"1-12", 129600}, {"0:01", 1}, {"0", -1},     {"0:00", -1},    {"UNLIMITED", -1}, {"1:xx", -1},
+        {"-5", -1},  {"", -1},        {"1-", -1},     {"h", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t got = 0;
+        jerr e = {0};
+        int rc = parse_time_limit("--timeout", cases[i].s, &got, &e);
+        if (cases[i].want < 0) {
+            if (rc == 0)
+                fail_msg("parse_time_limit(\"%s\") = %llu, want refused", cases[i].s, (unsigned long long)got);
+            if (!strstr(e.msg, "--timeout"))
+                fail_msg("parse_time_limit(\"%s\"): '%s' names no field", cases[i].s, e.msg);
+        } else if (rc != 0 || got != (uint64_t)cases[i].want)
+            fail_msg("parse_time_limit(\"%s\") = %d, %llu, want %lld", cases[i].s, rc, (unsigned long long)got,
+                     cases[i].want);
+    }
+}
+
 static void test_signal(void **state)
 {
     (void)state;
@@ -731,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_format_cpu_list),
         cmocka_unit_test(test_duration),
         cmocka_unit_test(test_slurm_time),
+        cmocka_unit_test(test_time_limit),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_signal),
         cmocka_unit_test(test_signal_warning),
