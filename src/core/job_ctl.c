@@ -26,6 +26,19 @@
 #include "workflow.h"
 #include "workfs.h"
 
+/* How a refusal names j: "job ID", and an array's task as its owner knows it, "task 7 of array
+ * 3f2a1b2c (job ID)": rnx job cancel sweep_7 was answered by a job id its owner never saw, and of
+ * several refused, which one was not said. One buffer (the loop thread's): one use a message. */
+static const char *named(const job *j)
+{
+    static char buf[sizeof j->id + 64];
+    if (j->array_id[0])
+        snprintf(buf, sizeof buf, "task %lld of array %.8s (job %s)", (long long)j->array_task, j->array_id, j->id);
+    else
+        snprintf(buf, sizeof buf, "job %s", j->id);
+    return buf;
+}
+
 /* Frozen (true) or thawed: its shim's clock for the run-time limit stands still before the
  * freeze and runs again after the thaw, so no moment frozen counts against the limit; the
  * shim's clock runs again if the freezer refuses. */
@@ -98,7 +111,7 @@ int job_ctl_stop(job *j, uid_t by, jerr *e)
     if (j->state == JS_STOPPING && j->preempting)
         return stop_requeue(j, by);
     if (job_state_terminal(j->state) || j->state == JS_STOPPING)
-        return jerr_http(e, 409, "job %s is %s; only a running job can be stopped", j->id, job_state_name(j->state));
+        return jerr_http(e, 409, "%s is %s; only a running job can be stopped", named(j), job_state_name(j->state));
     if (thaw_to_stop(j, by, e) < 0)
         return -1;
     if (job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD) {
@@ -111,7 +124,7 @@ int job_ctl_stop(job *j, uid_t by, jerr *e)
 int job_ctl_kill(job *j, uid_t by, jerr *e)
 {
     if (job_state_terminal(j->state))
-        return jerr_http(e, 409, "job %s is %s; only a running job can be killed", j->id, job_state_name(j->state));
+        return jerr_http(e, 409, "%s is %s; only a running job can be killed", named(j), job_state_name(j->state));
     if (thaw_to_stop(j, by, e) < 0)
         return -1;
     if (job_in_queue(j) || j->state == JS_PENDING || j->state == JS_HELD) {
@@ -126,11 +139,11 @@ int job_ctl_signal(job *j, uid_t by, int sig, bool all, jerr *e)
     if (sig == SIGKILL)
         return job_ctl_kill(j, by, e);
     if (job_state_terminal(j->state))
-        return jerr_http(e, 409, "job %s is %s; only a running job can be sent a signal", j->id,
+        return jerr_http(e, 409, "%s is %s; only a running job can be sent a signal", named(j),
                          job_state_name(j->state));
     if (j->shim_pid <= 0)
-        return jerr_http(e, 409, "job %s is %s and has not started; only a running job can be sent a signal "
-                                 "(rnx job cancel cancels it)", j->id, job_state_name(j->state));
+        return jerr_http(e, 409, "%s is %s and has not started; only a running job can be sent a signal "
+                                 "(rnx job cancel cancels it)", named(j), job_state_name(j->state));
     return job_launch_signal(j, by, sig, all, e);
 }
 
@@ -145,12 +158,12 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e)
      * says it runs: out of the queue, a stop's to end (as job_ctl_update takes it for running),
      * and said so by what it is, not by the state that a cancel would take */
     if (!job_in_queue(j) && job_state_waiting(j->state))
-        return jerr_http(e, 409, "job %s is starting (its shim was launched; it shows %s until it runs): a cancel "
+        return jerr_http(e, 409, "%s is starting (its shim was launched; it shows %s until it runs): a cancel "
                                  "takes only a job not launched yet; use stop (rnx job stop %.8s)",
-                         j->id, job_state_name(j->state), j->id);
+                         named(j), job_state_name(j->state), j->id);
     if (!job_in_queue(j) && j->state != JS_PENDING && j->state != JS_HELD)
-        return jerr_http(e, 409, "job %s is %s; only a pending, scheduled, queued, preempted or held job can be canceled%s",
-                         j->id, job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
+        return jerr_http(e, 409, "%s is %s; only a pending, scheduled, queued, preempted or held job can be canceled%s",
+                         named(j), job_state_name(j->state), job_state_terminal(j->state) ? "" : " (use stop)");
     cancel_waiting(j, by);
     return 0;
 }
@@ -219,7 +232,7 @@ static int commit_delete(jerr *e)
 int job_ctl_delete(job *j, jerr *e)
 {
     if (!job_state_terminal(j->state))
-        return jerr_http(e, 409, "job %s is %s; stop or cancel it before deleting it", j->id, job_state_name(j->state));
+        return jerr_http(e, 409, "%s is %s; stop or cancel it before deleting it", named(j), job_state_name(j->state));
     if (delete_row(j, e) < 0)
         return -1;
     if (commit_delete(e) < 0) {
@@ -358,7 +371,7 @@ int job_ctl_delete_ended(const caller *who, job_ctl_walk *walk, size_t max, size
 /* "HELD": the job's state as a refusal says it. */
 static int refuse(job *j, const char *what, const char *only, jerr *e)
 {
-    return jerr_http(e, 409, "job %s is %s; only %s job can be %s", j->id, job_state_name(j->state), only, what);
+    return jerr_http(e, 409, "%s is %s; only %s job can be %s", named(j), job_state_name(j->state), only, what);
 }
 
 bool job_ctl_requeuing(const job *j)
@@ -375,7 +388,7 @@ int job_ctl_hold(job *j, uid_t by, jerr *e)
      * room: a hold its owner could not win */
     if (job_ctl_requeuing(j)) {
         if (j->requeue_hold)
-            return jerr_http(e, 409, "job %s is being stopped to be requeued held already", j->id);
+            return jerr_http(e, 409, "%s is being stopped to be requeued held already", named(j));
         j->requeue_hold = true;
         j->stopped_by = by; /* who holds it (job_requeue: an admin's hold stays an admin's) */
         job_event(j, JE_HELD, (int64_t)by, "held by uid %u while being stopped to be requeued: it waits HELD "
@@ -570,19 +583,19 @@ int job_ctl_update(job *j, const caller *who, job_req *req, uint64_t changed, je
     /* its state in the refusals below: one still QUEUED whose shim is starting it runs already */
     const char *state = running && job_state_waiting(j->state) ? "starting" : job_state_name(j->state);
     if (!running && !waiting)
-        return jerr_http(e, 409, "job %s is %s; only a waiting, held, running or suspended job can be updated", j->id,
+        return jerr_http(e, 409, "%s is %s; only a waiting, held, running or suspended job can be updated", named(j),
                          job_state_name(j->state));
     const uint64_t deps = 1ull << JR_AFTER | 1ull << JR_AFTER_ANY; /* the jobs, and all or any one of them */
     if (running && (changed & deps))
-        return jerr_http(e, 409, "job %s is %s; its dependencies (after) cannot change once it runs: those it "
-                                 "was started after held then", j->id, state);
+        return jerr_http(e, 409, "%s is %s; its dependencies (after) cannot change once it runs: those it "
+                                 "was started after held then", named(j), state);
     if (running)
         for (size_t i = 0; i < job_ctl_update_nfields; i++) {
             enum jobreq_id f = job_ctl_update_fields[i];
             if (f != JR_MAX_RUNTIME_S && (changed >> f & 1))
-                return jerr_http(e, 409, "job %s is %s; %s cannot change once it runs (what it was started with "
+                return jerr_http(e, 409, "%s is %s; %s cannot change once it runs (what it was started with "
                                          "holds until it ends): only max_runtime_s can",
-                                 j->id, state, jobreq_fields[f].key);
+                                 named(j), state, jobreq_fields[f].key);
         }
     if ((changed >> JR_PRIORITY & 1) && req->priority > j->req.priority &&
         authz_check(who, AUTHZ_RAISE_PRIORITY, "raising a job's priority (its owner may lower it)", e) < 0)
@@ -761,10 +774,10 @@ static int requeue_ended(job *j, uid_t by, bool hold, jerr *e)
 {
     const char *was = job_state_name(j->state);
     if (j->wf_id[0])
-        return jerr_http(e, 409, "job %s is %s, a job of workflow %.8s: the workflow's state and the jobs that "
+        return jerr_http(e, 409, "%s is %s, a job of workflow %.8s: the workflow's state and the jobs that "
                                  "require it were decided on its end, and are not taken back; an ended workflow's "
                                  "job is not requeued (a running one is): submit the workflow again (rnx workflow "
-                                 "run ...)", j->id, was, j->wf_id);
+                                 "run ...)", named(j), was, j->wf_id);
     if (j->array_id[0])
         return jerr_http(e, 409, "job %s is %s, task %lld of array %.8s: the array's counts and state were taken "
                                  "from its end, and are not taken back; an ended task is not requeued (a running "
@@ -772,13 +785,13 @@ static int requeue_ended(job *j, uid_t by, bool hold, jerr *e)
                                  "again (rnx job run ...)", j->id, was, (long long)j->array_task, j->array_id,
                          j->array_id);
     if (j->req.nafter && !j->after_met)
-        return jerr_http(e, 409, "job %s is %s and ended before its dependencies (--after) held; an ended job is "
+        return jerr_http(e, 409, "%s is %s and ended before its dependencies (--after) held; an ended job is "
                                  "requeued only once they held (or without any): submit it again (rnx job run "
-                                 "--after=...)", j->id, was);
+                                 "--after=...)", named(j), was);
     if (jobs_uid_taken(j))
-        return jerr_http(e, 409, "job %s cannot run again now: uid %u, which it ran as (one of jobs.uid_range_start's, "
+        return jerr_http(e, 409, "%s cannot run again now: uid %u, which it ran as (one of jobs.uid_range_start's, "
                                  "its /work is owned by it), is another job's now; requeue it once that job ended, "
-                                 "or submit it again", j->id, (unsigned)j->uid);
+                                 "or submit it again", named(j), (unsigned)j->uid);
     if (submit_check_again(j, e) < 0)
         return -1;
     char end[700];
@@ -848,7 +861,7 @@ int job_ctl_requeue(job *j, uid_t by, bool hold, jerr *e)
     if (j->state != JS_RUNNING && j->state != JS_SUSPENDED)
         return refuse(j, "requeued", "a running, suspended or ended", e);
     if (j->preempting)
-        return jerr_http(e, 409, "job %s is being stopped to go back to the queue already", j->id);
+        return jerr_http(e, 409, "%s is being stopped to go back to the queue already", named(j));
     /* what a suspended job was: frozen again if the requeue fails (a refused request changes
      * nothing; its suspension is an admin's) */
     bool was_suspended = j->state == JS_SUSPENDED;

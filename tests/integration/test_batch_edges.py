@@ -232,3 +232,24 @@ def test_requeue_of_several_tasks_acts_on_those_named(daemon):
     for t in (2, 3):
         assert d.api("GET", f"/v1/jobs/{aid[:8]}_{t}")[1].get("preemptions", 0) == 0
     d.rnx("job", "stop", aid, check=True)
+
+
+def test_a_refusal_of_a_task_names_the_task_not_only_its_job(daemon):
+    """rnx job cancel sweep_0 of a running task was answered "job 9d3cb8c0-... is RUNNING": a job
+    id its owner never saw, and of several tasks refused, not which one. A task is named as its
+    owner knows it, then its job."""
+    d = daemon
+    aid = run(d, "--array=0-1", "--name=said-task", "sleep", "1000")
+    tid = wait_for(lambda: (d.api("GET", f"/v1/jobs/{aid}_0")[1].get("status") == "RUNNING"
+                            and d.api("GET", f"/v1/jobs/{aid}_0")[1]["id"]), "task 0 running")
+    p = d.rnx("job", "cancel", "said-task_0")
+    assert p.returncode != 0 and \
+        f"task 0 of array {aid[:8]} (job {tid}) is RUNNING; only a pending, scheduled" in p.stderr, p.stderr
+    p = d.rnx("job", "cancel", tid)                          # (by its job's id: the same words)
+    assert f"task 0 of array {aid[:8]} (job {tid}) is RUNNING" in p.stderr, p.stderr
+    plain = run(d, "sleep", "1000")
+    d.wait_status(plain, "RUNNING")
+    p = d.rnx("job", "cancel", plain)
+    assert f"job {plain} is RUNNING; only" in p.stderr, p.stderr   # a job of its own: as before
+    d.rnx("job", "stop", aid, check=True)
+    d.rnx("job", "stop", plain, check=True)

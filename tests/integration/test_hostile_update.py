@@ -547,7 +547,9 @@ def test_cancel_of_a_task_whose_shim_is_starting_names_its_state(slow_runsc):
                 continue
             p = d.rnx("job", "cancel", f"{aid[:8]}_0")
             assert p.returncode != 0, p.stdout
-            assert f"job {t['id']} is starting (its shim was launched; it shows QUEUED until it runs)" in p.stderr, \
+            # (a task named as its owner knows it: the array's task, then its job)
+            assert f"task 0 of array {aid[:8]} (job {t['id']}) is starting (its shim was launched; it shows QUEUED " \
+                "until it runs)" in p.stderr, \
                 p.stderr
             assert "use stop (rnx job stop" in p.stderr and "is QUEUED" not in p.stderr, p.stderr
             assert d.job(t["id"])["status"] == "QUEUED"
