@@ -314,9 +314,6 @@ static void quote_shown(const char *shown, char v[80])
             *c = '?';   /* no control characters in a message for a terminal */
 }
 
-/* A duration in seconds: parse_duration's 90, 30min, 2h30m, 1d, or Slurm's time limits with a
- * colon or a dash, 2:00:00, 1-12, 1-0:30 (sbatch --time, scontrol update TimeLimit=); a bare
- * number stays seconds, as everywhere in rnx, not Slurm's minutes. */
 /* "gpu_count: '0' must be a number of GPUs from 1 to 64, or all" */
 static int refuse(jerr *e, const jobreq_field *f, const char *shown)
 {

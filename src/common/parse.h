@@ -25,8 +25,10 @@ bool parse_whole(const char *s, long long lo, long long hi, long long *out);
  * "D-H:MIN:SEC"; 0, -1, UNLIMITED or INFINITE for none. Seconds, or -1 for none (a zero time
  * too); -2 when malformed. */
 long long parse_slurm_time(const char *s);
-/* A time limit or timeout as rnx takes one everywhere: parse_duration's words ("90" is seconds),
- * or, holding ':' or '-', Slurm's forms above ("1:00" a minute); none (0, UNLIMITED) is refused. */
+/* A time limit or timeout as rnx takes one everywhere (--max-runtime, rnx job wait --timeout):
+ * parse_duration's words, 90, 30min, 2h30m, 1d (a bare number stays seconds, as everywhere in rnx,
+ * not Slurm's minutes), or, holding ':' or '-', Slurm's forms above, 2:00:00, 1-12, 1:00 (sbatch
+ * --time, scontrol update TimeLimit=); none (0, UNLIMITED) is refused. */
 int parse_time_limit(const char *field, const char *s, uint64_t *seconds, jerr *e);
 int parse_rfc3339(const char *s, time_t *out);
 /* "KEY=VALUE" with KEY a portable environment name. key gets a copy of the name. */
