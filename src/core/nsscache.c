@@ -34,6 +34,7 @@ typedef struct nss_job {
     nss_entry e;
     char admin_group[64];
     struct nss_job *next;
+    struct nss_job *out_prev, *out_next; /* in res.out (the loop thread's alone) */
 } nss_job;
 
 static struct {
@@ -43,6 +44,11 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     nss_job *head, *tail; /* waiting for a thread */
+    /* every one asked of a thread and not read back yet (the loop thread's list): at joblet's
+     * exit one may still be in a thread's hands (a slow NSS source: not joined) or in the pipe,
+     * and stays reachable so, not freed under that thread (LeakSanitizer reported the one in the
+     * pipe as a leak: local run 161) */
+    nss_job *out;
     bool stop;
 } res = {.rd = -1, .wr = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -319,12 +325,21 @@ static void answered(nss_entry *e, nss_job *j)
     wake(e);
 }
 
+static void out_del(nss_job *j)
+{
+    *(j->out_prev ? &j->out_prev->out_next : &res.out) = j->out_next;
+    if (j->out_next)
+        j->out_next->out_prev = j->out_prev;
+    j->out_prev = j->out_next = NULL;
+}
+
 static void on_answer(watch *w, uint32_t events)
 {
     (void)w;
     (void)events;
     nss_job *j;
     while (read(res.rd, &j, sizeof j) == (ssize_t)sizeof j) {
+        out_del(j);
         nss_entry *e = find(j->e.kind, j->e.key_uid, j->e.key);
         if (!e) { /* (asked entries are never reused: not reached) */
             free(j->e.groups);
@@ -352,6 +367,10 @@ static bool ask_of(nss_entry *e, int64_t now)
         answered(e, j);
         return false;
     }
+    j->out_next = res.out; /* (the loop thread's: before a thread may have it) */
+    if (res.out)
+        res.out->out_prev = j;
+    res.out = j;
     pthread_mutex_lock(&res.mu);
     *(res.tail ? &res.tail->next : &res.head) = j;
     res.tail = j;
