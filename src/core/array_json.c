@@ -147,14 +147,25 @@ json_t *array_task_json(const jarray *a, uint32_t t)
     char words[200], deps[600], reason[800];
     bool alone = canceled && !arrays_canceled(a); /* (canceled by name: ID_7, ID_[3-5]) */
     const char *why = alone ? NULL : array_why(a, words, sizeof words, deps, sizeof deps);
-    if (why)
+    enum job_state st = canceled ? JS_CANCELED : arrays_unmade_task_state(a, t);
+    enum depend_task_end end;
+    if (!canceled && a->corr && !a->waiting && !a->held && st == JS_PENDING) {
+        /* its own: what its own task is (the array's words are of the next task in the list) */
+        enum depend_verdict v = depend_task_verdict(a, t, &end, deps, sizeof deps);
+        snprintf(reason, sizeof reason, "not started yet%s: %s", v == DEPEND_CANCEL ? ", to be canceled" : "", deps);
+    } else if (!canceled && a->corr && !a->waiting && !a->held && st == JS_QUEUED)
+        snprintf(reason, sizeof reason, "not started yet: its own task completed; %s",
+                 a->spec->throttle && a->pass_runs >= a->spec->throttle
+                     ? "it starts as room comes under the array's %N"
+                     : "it starts as room comes");
+    else if (why)
         snprintf(reason, sizeof reason, "%s (its array: %s)", canceled ? "canceled before it started" : "not started yet",
                  why);
     else
         snprintf(reason, sizeof reason, "%s",
                  canceled ? "canceled before it started" : "not started yet: the array's tasks start as room comes");
     return json_pack("{s:s,s:s,s:s,s:{s:s,s:I,s:s,s:I},s:b,s:s}", "id", id, "kind", "task", "status",
-                     canceled ? "CANCELED" : job_state_name(arrays_unmade_task_state(a, t)), "array", "id", a->id, "task",
+                     job_state_name(st), "array", "id", a->id, "task",
                      (json_int_t)t, "ref", id, "number", (json_int_t)a->seq, "made", 0, "wait_reason", reason);
 }
 

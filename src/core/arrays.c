@@ -615,6 +615,15 @@ static void drop(jarray *a)
     for (size_t i = 0; i < a->ntasks; i++)
         if (a->tasks[i])
             a->tasks[i]->array = NULL;
+    /* the arrays waiting on it task by task: none of their tasks' own tasks is kept now (each
+     * waits to be canceled, depend_task_verdict's DEPEND_TASK_ALL) */
+    for (uint32_t i = 0; i < a->nby_task; i++) {
+        jarray *w = arrays_by_seq(a->by_task[i]);
+        if (w && w->corr_ready) {
+            w->corr_ready = 0;
+            ev_mark(w);
+        }
+    }
     free_one(a);
 }
 
@@ -814,6 +823,98 @@ static bool still_to_make(const jarray *a, uint32_t t, bool at_cursor)
     int64_t k = arrayspec_index(a->spec, t);
     return k >= 0 && ((uint64_t)k > a->made || (at_cursor && (uint64_t)k == a->made)) && !arrays_canceled(a) &&
            !arrayspec_has(arrays_skip(a), t) && !arrayspec_has(arrays_ahead(a), t);
+}
+
+/* ---- task by task: its tasks still to make whose own task COMPLETED (corr_ready) ---- */
+
+/* The first array a waits on task by task (NULL: none, or it was deleted). */
+static const jarray *corr_first(const jarray *a)
+{
+    for (size_t k = 0; a->after_seq && k < a->req.nafter && k < 64; k++)
+        if (a->req.after[k].state == JA_CORR && (a->after_arrays >> k & 1))
+            return arrays_by_seq(a->after_seq[k]);
+    return NULL;
+}
+
+/* Whether task t's own task, in each array a waits on task by task, is there, kept and
+ * COMPLETED (what lets t go: depend_task_verdict). One that array does not have waits for it
+ * whole: not. */
+static bool own_completed(const jarray *a, uint32_t t)
+{
+    for (size_t k = 0; a->after_seq && k < a->req.nafter && k < 64; k++) {
+        if (a->req.after[k].state != JA_CORR || !(a->after_arrays >> k & 1))
+            continue; /* (not task by task: corr on a job is ok on the whole, the array's wait) */
+        const jarray *d = arrays_by_seq(a->after_seq[k]);
+        bool made;
+        const job *j = d ? arrays_task(d, t, &made) : NULL;
+        if (!j || j->array_gone || j->state != JS_COMPLETED)
+            return false;
+    }
+    return true;
+}
+
+/* Whether t counts in a's corr_ready. */
+static bool corr_counted(const jarray *a, uint32_t t)
+{
+    return a->corr && still_to_make(a, t, true) && own_completed(a, t);
+}
+
+/* corr_ready as a count finds it: the first array waited on's tasks that COMPLETED, those of a
+ * still to make whose own tasks (in every array waited on so) COMPLETED. */
+static uint64_t corr_count(const jarray *a)
+{
+    const jarray *d = a->corr && !arrays_canceled(a) ? corr_first(a) : NULL;
+    uint64_t n = 0;
+    for (size_t i = 0; d && i < d->ntasks; i++) {
+        const job *j = d->tasks[i];
+        n += j && !j->array_gone && j->state == JS_COMPLETED && corr_counted(a, (uint32_t)j->array_task);
+    }
+    return n;
+}
+
+void arrays_corr_recount(jarray *a, bool corr)
+{
+    a->corr = corr;
+    a->corr_ready = corr_count(a);
+    ev_mark(a);
+}
+
+/* Task j of d: COMPLETED (by +1), its job being deleted (-1), or its delete undone (+1). Each
+ * array waiting on d task by task whose task of that id is still to make counts it ready, or no
+ * longer (once each: an array named twice in by_task is told once). */
+static void corr_tell(const jarray *d, const job *j, int by)
+{
+    static uint64_t gen;
+    if (j->state != JS_COMPLETED || !d->nby_task)
+        return;
+    gen++;
+    for (uint32_t i = 0; i < d->nby_task; i++) {
+        jarray *w = arrays_by_seq(d->by_task[i]);
+        if (!w || w->corr_told == gen || !corr_counted(w, (uint32_t)j->array_task))
+            continue;
+        w->corr_told = gen;
+        w->corr_ready += (uint64_t)(int64_t)by;
+        ev_mark(w);
+    }
+}
+
+static bool set_add_range(arrayspec *s, uint32_t lo, uint32_t hi);
+
+/* The places of a's tasks that count in corr_ready (ranges of step 1): false past
+ * ARRAYSPEC_MAX_RANGES. O(the made tasks of the first array waited on x ranges). */
+static bool corr_places(const jarray *a, arrayspec *out)
+{
+    *out = (arrayspec){.n = 0};
+    const jarray *d = a->corr && !arrays_canceled(a) ? corr_first(a) : NULL;
+    for (size_t i = 0; d && i < d->ntasks; i++) {
+        const job *j = d->tasks[i];
+        if (!j || j->array_gone || j->state != JS_COMPLETED || !corr_counted(a, (uint32_t)j->array_task))
+            continue;
+        uint32_t k = (uint32_t)arrayspec_index(a->spec, (uint32_t)j->array_task);
+        if (!set_add_range(out, k, k))
+            return false;
+    }
+    return true;
 }
 
 bool arrays_ahead_ok(const jarray *a, uint32_t t)
@@ -1295,15 +1396,30 @@ void arrays_released_format(const jarray *a, char *out, size_t len)
 
 int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_state only, uid_t by, jerr *e)
 {
-    if (!a->held || !arrays_released(a)->n || !arrays_released_left(a, NULL, 1))
+    /* Two sides among those not made yet, by places in the list (side: ranges of step 1): held
+     * whole with tasks released from the hold one by one, the released ones (as if not held,
+     * released_state) and the others HELD; waiting task by task, not held, those whose own task
+     * COMPLETED (QUEUED) and the others PENDING. Otherwise all of them are in one state. */
+    bool released = a->held && arrays_released(a)->n && arrays_released_left(a, NULL, 1);
+    bool by_task = !a->held && a->corr && arrays_unmade_state(a) == JS_QUEUED && !arrays_canceled(a);
+    if (!released && !by_task)
         return arrays_unmade_state(a) == only ? arrays_cancel_unmade(a, tasks, by, e) : 0;
-    /* held whole, with tasks released from the hold one by one: those not made yet wait HELD or
-     * as if not held (released_state); the places of the side asked for, of those named */
-    bool held = only == JS_HELD;
-    if (!held && only != released_state(a))
+    enum job_state side_state = released ? released_state(a) : JS_QUEUED;
+    enum job_state rest_state = released ? JS_HELD : JS_PENDING;
+    if (only != side_state && only != rest_state)
         return 0;
-    arrayspec *pl = xmalloc(sizeof *pl), *other = xmalloc(sizeof *other);
+    bool rest = only == rest_state; /* (the side's state is never HELD nor PENDING: QUEUED or SCHEDULED) */
+    arrayspec *pl = xmalloc(sizeof *pl), *other = xmalloc(sizeof *other), *side = NULL;
     int64_t n = -1;
+    if (by_task) {
+        side = xmalloc(sizeof *side);
+        if (!corr_places(a, side)) {
+            jerr_http(e, 409, "array %s: its tasks not started yet whose own task completed are more than %d separate "
+                              "ranges; cancel them by name in ranges (rnx job cancel %.8s_[LIST]), or the whole array",
+                      a->id, ARRAYSPEC_MAX_RANGES, a->id);
+            goto out;
+        }
+    }
     if (tasks) {
         if (to_places(a, tasks, pl, e) < 0)
             goto out;
@@ -1312,19 +1428,22 @@ int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_stat
                           .max = (uint32_t)(a->spec->count - 1)};
         pl->r[0] = (arrayspec_range){(uint32_t)a->made, (uint32_t)(a->spec->count - 1), 1};
     }
-    *other = *pl; /* held: those named less the released; released: those named less that */
-    bool ok = set_minus(other, arrays_released(a)) && (held || set_minus(pl, other));
-    if (held)
+    *other = *pl; /* the rest: those named less the side's; the side: those named less that */
+    bool ok = set_minus(other, side ? side : arrays_released(a)) && (rest || set_minus(pl, other));
+    if (rest)
         *pl = *other;
     if (!ok || !places_tasks(a, pl, other)) {
         jerr_http(e, 409, "array %s: its tasks not started yet that are %s are more than %d separate ranges; cancel "
                           "them by name in ranges (rnx job cancel %.8s_[LIST]), or the whole array", a->id,
-                  held ? "still held" : "released from its hold", ARRAYSPEC_MAX_RANGES, a->id);
+                  by_task ? (rest ? "waiting for their own task" : "no longer waiting for their own task")
+                  : rest  ? "still held"
+                          : "released from its hold",
+                  ARRAYSPEC_MAX_RANGES, a->id);
         goto out;
     }
     n = other->n ? arrays_cancel_unmade(a, other, by, e) : 0;
 out:
-    free(pl), free(other);
+    free(pl), free(other), free(side);
     return n;
 }
 
@@ -1390,8 +1509,10 @@ static bool ahead_put(jarray *a, uint32_t t, jerr *e)
 void arrays_made(jarray *a, job *j)
 {
     jerr e = {0};
-    link_task(a, j, true);
     uint32_t t = (uint32_t)j->array_task;
+    if (corr_counted(a, t))
+        a->corr_ready--; /* (made: no longer one to make) */
+    link_task(a, j, true);
     if (a->made < a->spec->count && arrayspec_task(a->spec, a->made) == t)
         a->made++;
     else if (!ahead_put(a, t, &e)) /* (arrays_ahead_ok said it fits) */
@@ -1413,6 +1534,7 @@ void arrays_task_changed(job *j)
     if (ended) {
         j->array_active = false;
         a->active--;
+        corr_tell(a, j, +1); /* (a task whose own task it is may go: QUEUED, no longer PENDING) */
     }
     changed(a); /* (and what arrays_count_cached kept goes: the task's state changed) */
     if (ended && arrays_offer(a, 0)) /* (the pass counts what runs) */
@@ -1424,6 +1546,7 @@ void arrays_task_deleting(job *j)
     jarray *a = j->array;
     if (!a || j->array_gone || !job_state_terminal(j->state))
         return;
+    corr_tell(a, j, -1); /* (before it is gone: whose count it was in) */
     j->array_gone = true;
     a->gone[j->state]++;
     if (j->has_exit && j->exit_code > a->gone_exit)
@@ -1439,6 +1562,7 @@ void arrays_task_kept(job *j)
         return;
     j->array_gone = false;
     a->gone[j->state]--;
+    corr_tell(a, j, +1); /* (counted again where it was) */
     changed(a);
 }
 
@@ -1529,7 +1653,11 @@ enum job_state arrays_unmade_state(const jarray *a)
 
 enum job_state arrays_unmade_task_state(const jarray *a, uint32_t t)
 {
-    return a->held && !arrays_task_held(a, t) ? released_state(a) : arrays_unmade_state(a);
+    if (a->held && !arrays_task_held(a, t))
+        return released_state(a);
+    enum job_state st = arrays_unmade_state(a);
+    /* (as arrays_count: one still to make that waits for its own task) */
+    return st == JS_QUEUED && a->corr && !own_completed(a, t) ? JS_PENDING : st;
 }
 
 void arrays_count(const jarray *a, arrays_counts *c)
@@ -1558,8 +1686,24 @@ void arrays_count(const jarray *a, arrays_counts *c)
         uint64_t rel = a->held && arrays_released(a)->n ? arrays_released_left(a, NULL, UINT64_MAX) : 0;
         if (rel > unmade)
             rel = unmade;
-        c->n[arrays_unmade_state(a)] += unmade - rel;
+        enum job_state st = arrays_unmade_state(a);
+        /* task by task: those whose own task COMPLETED QUEUED, the others PENDING (not held:
+         * rel is 0) */
+        uint64_t go = st == JS_QUEUED && a->corr ? a->corr_ready : unmade - rel;
+        if (go > unmade - rel) {
+            log_err("array %s: %llu tasks kept as ready to go, of %llu still to make", a->id,
+                    (unsigned long long)go, (unsigned long long)(unmade - rel));
+            go = unmade - rel;
+        }
+        c->n[st] += go;
+        c->n[JS_PENDING] += unmade - rel - go;
         c->n[released_state(a)] += rel;
+        if (a->corr && core.cfg.log_level >= LOG_DEBUG && corr_count(a) != a->corr_ready) {
+            /* a change of a task that skipped corr_counted's bookkeeping: a bug, found by the tests */
+            log_err("array %s: %llu tasks kept as ready to go, %llu by a count", a->id,
+                    (unsigned long long)a->corr_ready, (unsigned long long)corr_count(a));
+            abort();
+        }
     }
     uint64_t made_jobs = a->made - skipped_before + ahead;
     c->deleted = made_jobs > linked ? made_jobs - linked : 0;
@@ -1907,8 +2051,13 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
     int64_t n;
     if (!tasks) {
         a->canceled_by = by;
+        a->corr_ready = 0;
         n = (int64_t)(left - skipped - ahead_left(a));
     } else {
+        /* one task (the pass's cancel of one whose own task never ran, ID_7): whether it counted
+         * in corr_ready, else a count again once they are canceled */
+        uint32_t one = tasks->count == 1 ? tasks->r[0].lo : 0;
+        bool counted = tasks->count == 1 && corr_counted(a, one);
         arrayspec *was = NULL;
         int rc = merge_skip(a, tasks, &was, e);
         /* held whole with tasks released from it: those left must all still fit in ahead once made
@@ -1922,6 +2071,11 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
                            a->id, bad, ARRAYSPEC_MAX_RANGES);
         }
         free(was);
+        /* (also where rc < 0: a save that failed leaves its change in skip, merge_skip) */
+        if (tasks->count != 1)
+            a->corr_ready = corr_count(a);
+        else if (counted && !still_to_make(a, one, true))
+            a->corr_ready--;
         if (rc < 0)
             return -1;
         n = (int64_t)(arrayspec_count_from(a->spec, a->made, arrays_skip(a)) - skipped);
@@ -1956,6 +2110,7 @@ void arrays_cancel_by_joblet(jarray *a, int64_t how, const char *why)
 {
     a->waiting = false;
     a->canceled_by = how;
+    a->corr_ready = 0;
     a->canceled_ms = now_ms();
     ev_mark(a);
     free(a->canceled_why);

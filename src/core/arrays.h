@@ -120,6 +120,16 @@ typedef struct jarray {
     uint64_t *by_task;         /* of those, the arrays that wait on it task by task (corr): told of each
                                 * of its tasks as it ends (depend_task_ended) */
     uint32_t nby_task, by_task_cap;
+    /* Its own tasks that wait task by task (corr: its `after` names an array so; set when that is
+     * linked, arrays_corr_recount): how many of its tasks still to make (at the cursor and after
+     * it, neither made ahead nor canceled) have their own task, in each array they wait on so,
+     * kept and COMPLETED. Those count and list QUEUED, the rest PENDING (Slurm's PD, reason
+     * Dependency): kept as such tasks end, are deleted, made or canceled (arrays_task_changed,
+     * arrays_made, arrays_cancel_unmade), never by a look at every task; not saved (counted
+     * again at start). A task whose id that array does not have waits for it whole: PENDING until
+     * it is made. corr_told: the last tell that counted it (one tell, one count). */
+    bool corr;
+    uint64_t corr_ready, corr_told;
     uint32_t queue_position;
     /* a workflow's job (core/workflow.c): its tasks are not workflow jobs themselves */
     char wf_id[37];            /* "" none */
@@ -249,10 +259,17 @@ bool arrays_visible(const jarray *a, const caller *who);
 job *arrays_task(const jarray *a, uint32_t t, bool *made);
 void arrays_count(const jarray *a, arrays_counts *c);
 /* The state of a task not made yet (of an array not canceled): PENDING while the array waits
- * for its dependencies, HELD while held, SCHEDULED before its start time, else QUEUED. */
+ * for its dependencies, HELD while held, SCHEDULED before its start time, else QUEUED (but
+ * arrays_unmade_task_state). */
 enum job_state arrays_unmade_state(const jarray *a);
-/* The same for task t of it: one released from the array's hold waits as if it were not held. */
+/* The same for task t of it: one released from the array's hold waits as if it were not held;
+ * one of an array not held that would be QUEUED but waits for its own task (corr: that one not
+ * COMPLETED yet) is PENDING. */
 enum job_state arrays_unmade_task_state(const jarray *a, uint32_t t);
+/* a's `after` was linked (depend.c, at its submission and at start): corr says whether its tasks
+ * wait task by task; what it keeps of them (corr_ready) counted from the arrays they wait on
+ * (O(the made tasks of the first)). */
+void arrays_corr_recount(jarray *a, bool corr);
 /* The same, kept once the array ended (every task ended, none left to make) until it changes
  * again (a task's job deleted moves that task from its state to deleted; a change of the
  * array in this file, or of a task's state seen by arrays_task_changed, drops what was kept):
@@ -272,7 +289,9 @@ enum job_state arrays_state(const jarray *a, const arrays_counts *c);
 int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *e);
 /* The same of those not made yet that wait in state only (rnx job cancel --status=S): of an
  * array held whole with tasks released from the hold one by one, HELD names the others and the
- * released ones' state names those (409 when they take more ranges than can be kept). */
+ * released ones' state names those; of one whose tasks wait task by task (corr), QUEUED names
+ * those whose own task COMPLETED and PENDING the others (409 when they take more ranges than can
+ * be kept). */
 int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_state only, uid_t by, jerr *e);
 /* Its dependencies hold (depend.c, or a workflow's engine): its tasks are made from now on; its
  * row is saved (with after_met, which depend.c sets first) in the open transaction. */

@@ -252,8 +252,9 @@ static void link_array_target(jarray *a, size_t k, target t)
     if (!t.j && k < 64)
         a->after_arrays |= 1ull << k;
     /* task by task: told of each of that array's tasks as it ends (depend_task_ended), apart
-     * from its dependents (told of the whole), which may be many jobs */
-    if (t.a && a->req.after[k].state == JA_CORR && !arrays_ended(t.a))
+     * from its dependents (told of the whole), which may be many jobs; one that ended already
+     * too: a task of it deleted is one fewer whose own task is kept (arrays.h, corr_ready) */
+    if (t.a && a->req.after[k].state == JA_CORR)
         add_dependent(&t.a->by_task, &t.a->nby_task, &t.a->by_task_cap, a->seq);
 }
 
@@ -470,6 +471,7 @@ enum depend_verdict depend_task_verdict(const jarray *a, uint32_t t, enum depend
  * start: O(the made tasks of those arrays), once. */
 static void ready_from_ended(jarray *b)
 {
+    arrays_corr_recount(b, depend_tasks_by_task(b)); /* (what it keeps of them, counted) */
     for (size_t k = 0; k < b->req.nafter; k++) {
         if (!per_task(&b->req, b->after_seq, k, b))
             continue;

@@ -3,6 +3,7 @@
 COMPLETED, ahead of the tasks before it in the list that still wait; one whose own task failed is
 canceled with the reason while later tasks go on; tasks made out of the list's order outlive a
 kill -9 of joblet, none made twice, none lost."""
+import json
 import time
 
 import pytest
@@ -41,9 +42,9 @@ def test_corr_tasks_go_as_their_own_task_completes(d):
         assert d.wait(f"{bs}_{t}")["status"] == "COMPLETED"
     # (gated, it cannot have ended; on a loaded machine its start may be heard after B's ends)
     a0 = d.wait_status(f"{as_}_0", "RUNNING")
-    assert counts(d, b) == {"COMPLETED": 3, "QUEUED": 1}
+    assert counts(d, b) == {"COMPLETED": 3, "PENDING": 1}
     st = d.rnx("job", "status", f"{bs}_0", check=True)
-    assert "QUEUED" in st.stdout, st.stdout
+    assert "PENDING" in st.stdout, st.stdout
     assert d.job(b)["array"]["wait"] == f"task 0 waits for task 0 of array {as_} to end COMPLETED (it is RUNNING)"
     release(d, a0["id"])
     done = wait_array(d, b)
@@ -83,12 +84,12 @@ def test_corr_task_canceled_when_its_own_failed_while_later_ones_go(d):
         # (gated, they cannot have ended; on a loaded machine their start may be heard after B's ends)
         d.wait_status(f"{as_}_{t}", "RUNNING")
         x = d.job(f"{bs}_{t}")
-        assert x["status"] == "QUEUED" and x["made"] is False, x
-    assert counts(d, b) == {"COMPLETED": 2, "CANCELED": 1, "QUEUED": 2}
+        assert x["status"] == "PENDING" and x["made"] is False, x
+    assert counts(d, b) == {"COMPLETED": 2, "CANCELED": 1, "PENDING": 2}
     d.rnx("job", "cancel", f"{bs}_[3-4]", check=True)
     x = d.job(f"{bs}_4")
     assert x["status"] == "CANCELED" and x["made"] is False, x
-    assert counts(d, b) == {"COMPLETED": 2, "CANCELED": 2, "QUEUED": 1}
+    assert counts(d, b) == {"COMPLETED": 2, "CANCELED": 2, "PENDING": 1}
     release(d, d.job(f"{as_}_4")["id"])
     assert d.wait(f"{as_}_4")["status"] == "COMPLETED"
     release(d, d.job(f"{as_}_0")["id"])
@@ -110,12 +111,12 @@ def test_corr_tasks_made_ahead_outlive_kill9(d):
     running = {}
     for t in (1, 2, 3, 4, 5):
         running[t] = d.wait_status(f"{bs}_{t}", "RUNNING")["id"]
-    assert counts(d, b) == {"RUNNING": 5, "QUEUED": 1}
+    assert counts(d, b) == {"RUNNING": 5, "PENDING": 1}
     d.kill9()
     d.start()
-    assert counts(d, b) == {"RUNNING": 5, "QUEUED": 1}
+    assert counts(d, b) == {"RUNNING": 5, "PENDING": 1}
     x = d.job(f"{bs}_0")
-    assert x["status"] == "QUEUED" and x["made"] is False, x
+    assert x["status"] == "PENDING" and x["made"] is False, x
     assert d.job(b)["array"]["made"] == 5
     for t in (1, 2):
         release(d, running[t])
@@ -123,7 +124,7 @@ def test_corr_tasks_made_ahead_outlive_kill9(d):
     # again, with B_0 still waiting and tasks ended out of order
     d.kill9()
     d.start()
-    assert counts(d, b) == {"COMPLETED": 2, "RUNNING": 3, "QUEUED": 1}
+    assert counts(d, b) == {"COMPLETED": 2, "RUNNING": 3, "PENDING": 1}
     release(d, d.job(f"{as_}_0")["id"])
     b0 = d.wait_status(f"{bs}_0", "RUNNING")
     for jid in (b0["id"], running[3], running[4], running[5]):
@@ -184,8 +185,65 @@ def test_tasks_canceled_while_waiting_to_go_ahead_keep_none_behind_them_waiting(
     b = rnx("run", "--array=0-99", f"--after={a}:corr", "true")
     time.sleep(1)   # (B's first pass, at its submission, found its 1-64 may go: they wait for room)
     rnx("cancel", f"{b[:8]}_[1-64]")
-    assert counts(d, b) == {"CANCELED": 64, "QUEUED": 36}
+    assert counts(d, b) == {"CANCELED": 64, "QUEUED": 35, "PENDING": 1}
     rnx("stop", x)
-    wait_for(lambda: counts(d, b) == {"CANCELED": 64, "COMPLETED": 35, "QUEUED": 1}, "B's 65-99 go", timeout=180)
+    wait_for(lambda: counts(d, b) == {"CANCELED": 64, "COMPLETED": 35, "PENDING": 1}, "B's 65-99 go", timeout=180)
     rnx("stop", a)
     wait_for(lambda: counts(d, b) == {"CANCELED": 65, "COMPLETED": 35}, "B decided", timeout=120)
+
+
+def test_tasks_waiting_for_their_own_task_are_pending_the_others_queued(d):
+    """As Slurm's squeue shows a task waiting on its own task PD (reason Dependency): B waits on A
+    task by task, %1. A's 1, 3, 5 COMPLETED, its 0, 2, 4 run on: one of B's 1, 3, 5 runs, the
+    other two wait QUEUED for room under the %1, B_0, B_2 and B_4 PENDING, in the counts, the task's own status,
+    its reason, its line in the listing, and the listings and cancels by state; the same after a kill -9 of joblet. A_2
+    completing makes B_2 QUEUED; a cancel --status=QUEUED takes only those two and B_2, a cancel
+    --status=PENDING only those still waiting."""
+    a = run(d, "--array=0-5", "sh", "-c", gated(0, 2, 4))
+    as_ = a[:8]
+    b = run(d, "--array=0-5%1", f"--after={a}:corr", "sh", "-c", f"{GATE}; echo $SLURM_ARRAY_TASK_ID")
+    bs = b[:8]
+    for t in (0, 2, 4):
+        d.wait_status(f"{as_}_{t}", "RUNNING")
+    wait_for(lambda: counts(d, b) == {"RUNNING": 1, "QUEUED": 2, "PENDING": 3}, "B's counts split")
+    # (the first of A's 1, 3, 5 to complete: its task of B runs)
+    [first] = tasks_of(d, b)
+    ran = first["array"]["task"]
+    rest = sorted({1, 3, 5} - {ran})
+
+    def states():
+        return {t: d.job(f"{bs}_{t}")["status"] for t in (0, 2, 4, *rest)}
+
+    def listed(status):
+        out = d.rnx("job", "list", f"--status={status}", "--json", check=True).stdout
+        return [x["id"] for x in json.loads(out)]
+
+    for _ in range(2):
+        assert states() == {0: "PENDING", 2: "PENDING", 4: "PENDING", rest[0]: "QUEUED", rest[1]: "QUEUED"}
+        assert d.job(b)["status"] == "RUNNING"
+        x = d.job(f"{bs}_2")
+        assert x["made"] is False and x["wait_reason"] == \
+            f"not started yet: task 2 waits for task 2 of array {as_} to end COMPLETED (it is RUNNING)", x
+        assert "its own task completed" in d.job(f"{bs}_{rest[0]}")["wait_reason"]
+        assert b in listed("PENDING") and b in listed("QUEUED")
+        line = next(x for x in d.rnx("job", "list", check=True).stdout.splitlines() if x.startswith(bs))
+        assert "1 RUNNING, 2 QUEUED, 3 PENDING" in line, line
+        d.kill9()
+        d.start()
+    release(d, d.job(f"{as_}_2")["id"])
+    wait_for(lambda: counts(d, b) == {"RUNNING": 1, "QUEUED": 3, "PENDING": 2}, "B_2 no longer waits")
+    assert d.job(f"{bs}_2")["status"] == "QUEUED"
+    d.rnx("job", "cancel", "--status=QUEUED", bs, check=True)
+    assert counts(d, b) == {"RUNNING": 1, "CANCELED": 3, "PENDING": 2}
+    assert states() == {0: "PENDING", 2: "CANCELED", 4: "PENDING", rest[0]: "CANCELED", rest[1]: "CANCELED"}
+    d.rnx("job", "cancel", "--status=PENDING", f"{bs}_[0-3]", check=True)   # (B_0 of B_0 and B_4)
+    assert counts(d, b) == {"RUNNING": 1, "CANCELED": 4, "PENDING": 1}
+    assert b not in listed("QUEUED") and b in listed("PENDING")
+    release(d, d.job(f"{as_}_4")["id"])
+    release(d, first["id"])
+    b4 = d.wait_status(f"{bs}_4", "RUNNING")
+    release(d, b4["id"])
+    done = wait_array(d, b)
+    assert done["array"]["counts"] == {"COMPLETED": 2, "CANCELED": 4}, done
+    release(d, d.job(f"{as_}_0")["id"])
+    assert wait_array(d, a)["array"]["counts"] == {"COMPLETED": 6}

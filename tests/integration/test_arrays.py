@@ -648,7 +648,7 @@ def test_aftercorr_task_by_task(fresh_daemon):
     ws = w[:8]
     post = d.rnx("job", "run", f"--after={dep}:corr", "/bin/true", check=True).stdout.strip()
     a = d.job(w)
-    assert a["array"]["made"] == 0 and a["array"]["counts"] == {"QUEUED": 8}, a
+    assert a["array"]["made"] == 0 and a["array"]["counts"] == {"PENDING": 8}, a
     assert a["array"]["wait"] == f"task 0 waits for task 0 of array {ds} to end COMPLETED (it is RUNNING)", a
     assert a["after"] == [{"job": dep, "state": "corr", "job_state": "RUNNING"}], a["after"]
     st = d.rnx("job", "status", w, check=True).stdout
@@ -657,7 +657,7 @@ def test_aftercorr_task_by_task(fresh_daemon):
     release(d, d.job(f"{ds}_1")["id"])
     assert d.wait(f"{ds}_1")["status"] == "COMPLETED"
     assert d.wait(f"{ws}_1")["status"] == "COMPLETED"
-    assert d.job(w)["array"]["counts"] == {"COMPLETED": 1, "QUEUED": 7}
+    assert d.job(w)["array"]["counts"] == {"COMPLETED": 1, "PENDING": 7}
     assert d.job(w)["array"]["wait"] == f"task 0 waits for task 0 of array {ds} to end COMPLETED (it is RUNNING)"
     release(d, d.job(f"{ds}_0")["id"])
     d.wait(f"{ds}_0")

@@ -204,7 +204,7 @@ def test_a_task_made_ahead_while_its_owners_account_is_looked_up_is_made_once_it
     try:
         wait_for(lambda: counts(a) == {"RUNNING": 2, "COMPLETED" if code == 0 else "FAILED": 2}, "A's odd tasks end",
                  timeout=120)
-        wait_for(lambda: counts(b) == {state: 2, "QUEUED": 2}, "B's odd tasks made ahead", timeout=60)
+        wait_for(lambda: counts(b) == {state: 2, "PENDING": 2}, "B's odd tasks made ahead", timeout=60)
     finally:
         print(f"counts: {last}; look-ups: {_lookups(log)}")
     assert rnx_as(d, SLOW_UID, "job", "stop", a).returncode == 0
