@@ -1,8 +1,10 @@
 """A hostile review of paths earlier reviews left alone: a copy (`rnx job cp`) out of and into a
-job that is deleted meanwhile (by jobs.keep_ended_s or `rnx job delete`), terminals and execs
+job that is deleted meanwhile (by jobs.keep_ended_s or `rnx job delete`). (Terminals and execs
 across `rnx job requeue`, a workflow's array across `kill -9` while its tasks are made, and
-`rnx job update --after` racing holds and releases. Each test checks one thing found broken;
-every probe is harmless if it succeeds (the daemon is the test's own, the files are its jobs')."""
+`rnx job update --after` racing holds and releases were probed too, and held.) Each test checks
+one thing found broken; every probe is harmless if it succeeds (the daemon is the test's own, the
+files are its jobs')."""
+import glob
 import io
 import os
 import subprocess
@@ -10,9 +12,7 @@ import tarfile
 import threading
 import time
 
-import pytest
-
-from conftest import BUILD, Daemon, UnixHTTPConnection, need_root, wait_for
+from conftest import BUILD, Daemon, UnixHTTPConnection, need_root
 
 FILES = 200
 MAKE_BIG = f"mkdir /work/big; for i in $(seq 1 {FILES}); do head -c 200000 /dev/urandom > /work/big/f$i; done"
@@ -89,12 +89,12 @@ def test_a_copy_into_a_job_deleted_meanwhile_leaves_nothing_behind(fresh_daemon)
     `rnx job delete ID` deletes the job: the delete answered 200 and the PUT 404, but the copy's
     helper went on writing into the tree being removed, the removal failed (`<state>/work/0/<id>:
     not removed: Directory not empty` in joblet's log) and the job's /work stayed on its owner's
-    filesystem, out of any job, until joblet's next start swept it (4 of 4 tries here). The same
+    filesystem, out of any job, until joblet's next start swept it (2 to 4 of 6 tries here). The same
     with jobs.keep_ended_s deleting the job. What a delete leaves of a job is nothing: the copy
     is stopped (its helper ended) before the tree goes, or the delete waits for it."""
     d = fresh_daemon()
     body = small_files_tar(3000)
-    hit = []
+    deleted = []
     for k in range(6):
         jid = d.submit("true")
         d.wait(jid)
@@ -109,22 +109,20 @@ def test_a_copy_into_a_job_deleted_meanwhile_leaves_nothing_behind(fresh_daemon)
 
         t = threading.Thread(target=put)
         t.start()
-        time.sleep(0.05 + 0.03 * k)
+        time.sleep(0.05 + 0.03 * k)                       # (the copy's helper is extracting then)
         code, ans = d.api("DELETE", f"/v1/jobs/{jid}")
         t.join(120)
+        if code == 409:                                   # (a delete that waits for the copy: again)
+            code, ans = d.api("DELETE", f"/v1/jobs/{jid}")
         assert code == 200, ans
-        if res["put"][0] != 200:
-            hit.append(jid)                               # deleted while the copy ran
-    if not hit:
-        pytest.skip("no delete came while a copy ran (a faster machine): nothing to check")
+        deleted.append(jid)
     time.sleep(2)                                         # (trash's thread removes what is left)
-    left = [j for j in hit if glob_work(d, j)]
-    assert not left, (f"{len(left)} of {len(hit)} jobs deleted during a copy into them left their /work: "
+    left = [j for j in deleted if glob_work(d, j)]
+    assert not left, (f"{len(left)} of {len(deleted)} jobs deleted during a copy into them left their /work: "
                       f"{[glob_work(d, j)[0] for j in left]}\n" +
                       "\n".join(ln for ln in d.log().splitlines() if "not removed" in ln))
 
 
 def glob_work(d, jid):
     """What is left of job jid's /work and directory on disk."""
-    import glob
     return glob.glob(os.path.join(d.state, "work", "*", jid)) + glob.glob(os.path.join(d.state, "jobs", jid))
