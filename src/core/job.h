@@ -132,6 +132,8 @@ typedef struct job {
     netaddr_place net;        /* where it sits on a job network while it runs (core/networks.h);
                                * network "" none. Kept in its row: a restarted joblet keeps it */
     struct follower *followers;
+    uint32_t copies;          /* copies out of it or into it (rnx job cp) whose helper still runs:
+                               * it is not deleted meanwhile (job_cp.c; job_ctl.c delete_row) */
     struct job_term_waiter *term_waiters; /* attachers waiting for its terminal (job_term.h) */
     int inotify_wd;
     uint8_t settle;           /* enum job_settle: what the settle step still owes this job */

@@ -39,6 +39,8 @@ struct jobcp {
     size_t nline;
     int said;                 /* lines the helper said: its report, then (OUT, IN) its end */
     bool refused, ended, whole;
+    bool holds;               /* counted in its job's copies until its helper is known to have ended */
+    bool freed;               /* freed by its user, its helper killed and not yet seen to end: dying's */
     bool oom_known;           /* in, into a running job: its memory cgroup's OOM kills when it began */
     uint64_t oom_before;
     jerr err;                 /* its refusal or failure */
@@ -48,6 +50,20 @@ struct jobcp {
 };
 
 static jobcp *all;
+/* Those freed whose helper, killed, had not been seen to end: watched until it is (their job is
+ * not deleted meanwhile: the helper may still write into its /work or read it). */
+static jobcp *dying;
+
+/* The helper ended: its job may be deleted again (as far as this copy goes). */
+static void let_go(jobcp *c)
+{
+    if (!c->holds)
+        return;
+    c->holds = false;
+    job *j = jobs_by_id(c->job_id);
+    if (j && j->copies)
+        j->copies--;
+}
 
 /* "/a/./b//../c/" -> "/a/c": the path as a root resolves it lexically; the kernel resolves
  * symlinks again, inside the job's root. -1 when not absolute or too long. */
@@ -240,6 +256,16 @@ static void on_exit_(watch *w, uint32_t events)
     c->w_pid.fd = -1;
     waitpid(c->pid, NULL, WNOHANG); /* the daemon's SIGCHLD reaping may have taken it already */
     c->pid = 0;
+    let_go(c);
+    if (c->freed) {
+        for (jobcp **p = &dying; *p; p = &(*p)->next)
+            if (*p == c) {
+                *p = c->next;
+                break;
+            }
+        free(c);
+        return;
+    }
     if (c->w_status.fd >= 0 && read_status(c))
         close_status(c);
     gone_silent(c);
@@ -374,6 +400,10 @@ jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const calle
     if (pidfd >= 0)
         close(pidfd);
     transfers_add(who->uid);
+    if (kind != JOB_CP_STAT) { /* (its /work read or written: not deleted under the helper) */
+        c->holds = true;
+        j->copies++;
+    }
     c->next = all;
     all = c;
     log_info("copy %s %s job %.8s %s as uid %u (for uid %u)", modes[kind], kind == JOB_CP_IN ? "into" : "of", j->id,
@@ -430,8 +460,9 @@ int job_cp_result(jobcp *c, job_cp_info *info, jerr *e)
         close_status(c);
         gone_silent(c);
     }
-    if (!c->ended)
-        return 0;
+    if (!c->ended || c->holds)
+        return 0; /* (ended: once its helper is seen to end too, so that what follows the answer, a
+                   * delete of the job, finds no copy under way) */
     *info = c->info;
     if (!c->whole) {
         *e = c->err;
@@ -451,6 +482,21 @@ void job_cp_free(jobcp *c)
         }
     if (c->pid > 0 && c->w_pid.fd >= 0) /* reaped by the daemon's SIGCHLD handler */
         syscall(SYS_pidfd_send_signal, c->w_pid.fd, SIGKILL, NULL, 0);
+    if (c->pid > 0 && c->w_pid.fd >= 0 && c->holds) {
+        /* its job stays until the helper is seen to end (on_exit_): killed, it may still be in
+         * the middle of a write into its /work */
+        close_status(c);
+        if (c->data_fd >= 0)
+            close(c->data_fd);
+        c->data_fd = -1;
+        transfers_remove(c->for_uid);
+        c->fn = NULL;
+        c->freed = true;
+        c->next = dying;
+        dying = c;
+        return;
+    }
+    let_go(c);
     if (c->w_pid.fd >= 0) {
         loop_del(&c->w_pid);
         close(c->w_pid.fd);
@@ -460,4 +506,15 @@ void job_cp_free(jobcp *c)
         close(c->data_fd);
     transfers_remove(c->for_uid);
     free(c);
+}
+
+void job_cp_shutdown(void)
+{
+    while (dying) {
+        jobcp *c = dying;
+        dying = c->next;
+        loop_del(&c->w_pid);
+        close(c->w_pid.fd);
+        free(c);
+    }
 }

@@ -58,10 +58,14 @@ int job_cp_report(jobcp *c, job_cp_info *info, jerr *e);
 int job_cp_fd(const jobcp *c);
 /* IN: the whole tar was written; the helper sees its end. */
 void job_cp_end_input(jobcp *c);
-/* How the copy ended: 0 not yet, 1 whole (IN: info's bytes and entries are what was written),
+/* How the copy ended (its helper's last word heard, and its end seen): 0 not yet, 1 whole (IN: info's bytes and entries are what was written),
  * -1 not (e says why). */
 int job_cp_result(jobcp *c, job_cp_info *info, jerr *e);
-/* Ends the copy: a helper still at work is killed (what it wrote into the job stays). */
+/* Ends the copy: a helper still at work is killed (what it wrote into the job stays). Its job
+ * counts it (job.h, copies: not deleted) from its start until the helper is seen to end, after
+ * this too. */
 void job_cp_free(jobcp *c);
+/* At joblet's stop, once no copy is left: what is kept of helpers killed and not yet seen to end. */
+void job_cp_shutdown(void);
 
 #endif

@@ -172,6 +172,11 @@ int job_ctl_cancel(job *j, uid_t by, jerr *e)
  * array's row, in the same transaction (arrays_task_deleting; kept_rows undoes it). */
 static int delete_row(job *j, jerr *e)
 {
+    /* its /work is being read or written by a copy's helper: removed under it, a copy out would
+     * end short but whole to its reader, and one in would leave files in a tree being removed */
+    if (j->copies)
+        return jerr_http(e, 409, "%s: a copy out of it or into it (rnx job cp) is under way; delete it once that "
+                                 "ends", named(j));
     /* what its end still owes (its GPUs back, its workflow told) is done before it goes */
     if (j->settle)
         settle();
@@ -271,10 +276,11 @@ int job_ctl_delete_many(job **v, size_t n, jerr *e)
  * task's workflow is its array's: a task has none of its own), no
  * job or array waiting names it, or its array, in its `after` (named), and nobody reads its log
  * (a follower: deleted under it, `rnx job log` of 30 MB read slowly ended at 0.5 MB, "run it
- * again", and again said no job). */
+ * again", and again said no job), nor copies out of it or into it (rnx job cp: a copy of 200
+ * files read slowly ended with 3 of them, said whole). */
 static bool ended_whole_before(const job *j, int64_t before_ms, const depend_named *named)
 {
-    return j->ended_ms > 0 && j->ended_ms < before_ms && !j->followers && (!j->array || arrays_ended(j->array)) &&
+    return j->ended_ms > 0 && j->ended_ms < before_ms && !j->followers && !j->copies && (!j->array || arrays_ended(j->array)) &&
            (!j->wf || workflow_ended(j->wf)) && (!j->array || !j->array->wf || workflow_ended(j->array->wf)) && !depend_named_has(named, j->seq) &&
            (!j->array || !depend_named_has(named, j->array->seq));
 }
@@ -323,8 +329,8 @@ static int newest_rows(const caller *who, job **gone, size_t max, size_t *n, boo
      * tasks, at the end) */
     for (size_t i = core.njobs; i-- > 0;) {
         job *j = core.jobs[i];
-        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state))
-            continue;
+        if (!authz_may_on(who, AUTHZ_OTHERS_JOBS, j->owner_uid) || !job_state_terminal(j->state) || j->copies)
+            continue; /* (one being copied out of or into: kept, as one not ended) */
         if (*n == max) {
             *more = true;
             break;

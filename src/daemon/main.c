@@ -35,6 +35,7 @@
 #include "../core/nsscache.h"
 #include "../core/job_exec.h"
 #include "../core/job_ctl.h"
+#include "../core/job_cp.h"
 #include "../core/job_dirs.h"
 #include "../core/job_launch.h"
 #include "../core/events.h"
@@ -648,6 +649,7 @@ int main(int argc, char **argv)
     events_close_all();
     http_run();
     http_stop();
+    job_cp_shutdown();
     audit_stop(); /* the refusals counted and not yet recorded */
     state_commit();
     volumes_shutdown();

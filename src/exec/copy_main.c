@@ -309,6 +309,7 @@ static void send_out(const copy_plan *p, const char *path)
     char *buf = malloc(1 << 20);
     if (!buf)
         fail(ENOMEM, "no memory for the copy");
+    uint64_t sent = 0;
     for (;;) {
         struct archive_entry *ent = archive_entry_new();
         int r = archive_read_next_header2(disk, ent);
@@ -331,6 +332,7 @@ static void send_out(const copy_plan *p, const char *path)
         bool data = archive_entry_filetype(ent) == AE_IFREG && archive_entry_size(ent) > 0;
         if (archive_write_header(tar, ent) < ARCHIVE_WARN)
             fail(EPIPE, "write %s: %s", archive_entry_pathname(ent), archive_error_string(tar));
+        sent++;
         if (data) {
             la_ssize_t n;
             while ((n = archive_read_data(disk, buf, 1 << 20)) > 0)
@@ -344,6 +346,13 @@ static void send_out(const copy_plan *p, const char *path)
     free(buf);
     archive_read_close(disk);
     archive_read_free(disk);
+    /* Fewer entries than step 4 found: some vanished meanwhile, a directory removed whole reads as
+     * an empty one (no error: its walk just ends). The stream ends cut short, as for a file that
+     * vanished under its read (as tar's "file removed before we read it"), not whole; the tar's
+     * end blocks are not written. (Entries made meanwhile may hide as many that vanished.) */
+    if (sent < walk_entries)
+        fail(ENOENT, "%s: %llu of the %llu entries found at the copy's start vanished during it: the copy is cut "
+                     "short", p->path, (unsigned long long)(walk_entries - sent), (unsigned long long)walk_entries);
     if (archive_write_close(tar) != ARCHIVE_OK)
         fail(EPIPE, "end the archive: %s", archive_error_string(tar));
     archive_write_free(tar);

@@ -12,7 +12,7 @@ import tarfile
 import threading
 import time
 
-from conftest import BUILD, Daemon, UnixHTTPConnection, need_root
+from conftest import BUILD, Daemon, UnixHTTPConnection, need_root, wait_for
 
 FILES = 200
 MAKE_BIG = f"mkdir /work/big; for i in $(seq 1 {FILES}); do head -c 200000 /dev/urandom > /work/big/f$i; done"
@@ -126,3 +126,37 @@ def test_a_copy_into_a_job_deleted_meanwhile_leaves_nothing_behind(fresh_daemon)
 def glob_work(d, jid):
     """What is left of job jid's /work and directory on disk."""
     return glob.glob(os.path.join(d.state, "work", "*", jid)) + glob.glob(os.path.join(d.state, "jobs", jid))
+
+
+def test_a_copy_out_of_a_running_job_that_removes_what_it_has_not_reached_is_cut_short(daemon):
+    """`rnx job cp ID:/work/big -` of a running job (200 files) whose reader is slow, while the job
+    removes the directory: the walk of a directory removed whole reads as an empty one, no
+    error, and the copy was said whole with 3 of its 200 files. The helper counts what it sent
+    against what its walk found at the start: fewer, and the stream is cut short (rnx exits
+    non-zero, saying so; joblet's log says why), as tar says "file removed before we read it"."""
+    d = daemon
+    jid = d.submit("sh", "-c", MAKE_BIG + "; touch /work/made; while [ ! -e /work/go ]; do sleep 0.05; done; "
+                   "rm -rf /work/big; touch /work/removed; sleep 600")
+    try:
+        work = d.work(jid)
+        wait_for(lambda: os.path.exists(os.path.join(work, "made")), "the job's files made", timeout=180)
+        p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "cp", f"{jid}:/work/big", "-"], env=d.rnx_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            first = p.stdout.read(65536)                   # the reader stops; the pipes fill
+            open(os.path.join(work, "go"), "w").close()
+            wait_for(lambda: os.path.exists(os.path.join(work, "removed")), "the job removed /work/big")
+            rest = p.stdout.read()
+            err = p.stderr.read().decode(errors="replace")
+            rc = p.wait(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        n = tar_members(first + rest)
+        assert rc != 0 and n < FILES + 1, f"rnx job cp exited {rc} with {n - 1} of {FILES} files; stderr: {err}"
+        assert "cut short" in err, err
+        wait_for(lambda: "vanished during it: the copy is cut short" in d.log(), "joblet's log says why")
+    finally:
+        d.rnx("job", "stop", jid)
+
