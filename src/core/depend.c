@@ -36,7 +36,7 @@ void depend_cancel(job *j, const char *why)
     job_finish(j, JS_CANCELED, "dependency");
 }
 
-int depend_resolve(job_req *req, const caller *as, jerr *e)
+int depend_resolve(job_req *req, const caller *as, bool for_owner, jerr *e)
 {
     for (size_t i = 0; i < req->nafter; i++) {
         const char *ref = req->after[i].job;
@@ -56,7 +56,7 @@ int depend_resolve(job_req *req, const caller *as, jerr *e)
             if (!strncmp(ref, "after", 5) && jobreq_after_state_parse(ref) >= 0)
                 snprintf(hint, sizeof hint, "; Slurm's %s needs the jobs' ids: %s:ID[:ID...]", ref, ref);
             return jerr_field(e, "after", "after: no job '%s' (by id, number, unique id prefix or name) among the "
-                                          "jobs you may see%s", ref, hint);
+                                          "jobs %s may see%s", ref, for_owner ? "the job's owner" : "you", hint);
         }
         if (r.tasks_named) {
             if (r.tasks.count != 1)
@@ -159,12 +159,15 @@ static const char *state_words(target t, const uint64_t *after_seq)
 
 const job *depend_on(const job *j, size_t k) { return k < j->req.nafter ? dependency(j, k) : NULL; }
 
+static target find_target(const char *id);
+
 const char *depend_on_state_req(const job_req *req, const uint64_t *after_seq, size_t k)
 {
     if (k >= req->nafter)
         return NULL;
-    target t = dependency_of(req, after_seq, k);
-    return t.j || t.a ? job_state_name(seen_of(t).state) : after_seq ? "DELETED" : NULL;
+    /* not linked (a job decided before joblet's last start is not linked again): by its id */
+    target t = after_seq ? dependency_of(req, after_seq, k) : find_target(req->after[k].job);
+    return t.j || t.a ? job_state_name(seen_of(t).state) : "DELETED";
 }
 
 const char *depend_on_state(const job *j, size_t k) { return depend_on_state_req(&j->req, j->after_seq, k); }
@@ -1055,7 +1058,7 @@ int depend_check_change(const job *j, job_req *req, const caller *who, jerr *e)
      * certificate could not have named at submission (authz_as_account: a developer's
      * certificate on root's account sees no other user's job) */
     caller owner = who->uid == j->owner_uid ? authz_as_account(who) : authz_local(j->owner_uid, j->owner_gid);
-    if (req->nafter && depend_resolve(req, &owner, e) < 0)
+    if (req->nafter && depend_resolve(req, &owner, who->uid != j->owner_uid, e) < 0)
         return -1;
     /* submitted jobs can only wait for older ones; a changed job may name a newer one, so the
      * loop that would keep both waiting forever is looked for here */

@@ -30,8 +30,9 @@
 /* The one place a reference of `after` is resolved (a full id, a unique prefix, a name, as
  * jobs_find reads them), among the jobs the caller may see; each item's job becomes that full
  * id. A job the caller may not see is refused exactly as one that does not exist (no leak of
- * its existence): 400 on field "after". (An array of jobs, later: resolved here as well.) */
-int depend_resolve(job_req *req, const caller *as, jerr *e);
+ * its existence): 400 on field "after". for_owner: as is the owner of a job another changes (an
+ * admin's update): a refusal says whose sight it was. */
+int depend_resolve(job_req *req, const caller *as, bool for_owner, jerr *e);
 /* How many dependencies the decisions on waiting jobs looked at since the start, and jobs of a
  * singleton's name looked at for its holder (GET /metrics: joblet_dependency_looks_total): what
  * they cost grows with what changed, and not with how many jobs or tasks are kept (a job waiting
@@ -48,7 +49,8 @@ void depend_job_changed(job *j);
  * PENDING since joblet started). */
 const job *depend_on(const job *j, size_t k);
 /* The state of the k-th thing j waits on (a job, or an array: its tasks' state together), "DELETED"
- * when it went, NULL when not known (j not linked). */
+ * when it went (j not linked, one decided before joblet's start: found by its id); NULL past its
+ * `after`. */
 const char *depend_on_state(const job *j, size_t k);
 /* The same for any request's `after` and its links (an array's). */
 const char *depend_on_state_req(const job_req *req, const uint64_t *after_seq, size_t k);

@@ -452,7 +452,7 @@ int submit_check(job_req *req, const caller *who, submit_info *si, jerr *e)
     if (check_names(req, &as, e) < 0)
         return -1;
     /* the jobs it waits for, as its account sees them, by full id from now on */
-    if (req->nafter && depend_resolve(req, &as, e) < 0)
+    if (req->nafter && depend_resolve(req, &as, false, e) < 0)
         return -1;
     /* the command, in the root the job will have: refused now, before anything is granted */
     return cmdcheck_resolve(req, e);

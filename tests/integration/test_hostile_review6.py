@@ -160,3 +160,19 @@ def test_a_copy_out_of_a_running_job_that_removes_what_it_has_not_reached_is_cut
     finally:
         d.rnx("job", "stop", jid)
 
+
+
+def test_a_decided_jobs_dependency_keeps_its_state_after_a_restart(fresh_daemon):
+    """A job let go by its --after before a kill -9 of joblet is not linked again at the next
+    start (nothing to decide): its `after` said job_state null. It says the state of what it
+    named, by id, and DELETED once that is deleted."""
+    d = fresh_daemon()
+    a = d.submit("true")
+    d.wait(a)
+    b = d.rnx("job", "run", f"--after={a}:ok", "true", check=True).stdout.strip()
+    assert d.wait(b)["status"] == "COMPLETED"
+    d.kill9()
+    d.start()
+    assert [x["job_state"] for x in d.job(b)["after"]] == ["COMPLETED"], d.job(b)["after"]
+    d.rnx("job", "delete", a, check=True)
+    assert [x["job_state"] for x in d.job(b)["after"]] == ["DELETED"], d.job(b)["after"]

@@ -176,6 +176,7 @@ def test_another_users_job_is_refused_exactly_as_a_missing_one(daemon):
         assert f"--after: no job '{ref}' (by id, number, unique id prefix or name) among the jobs you may see" in p.stderr
     p = update(daemon, mine, f"--after={root_job}")
     assert p.returncode != 0 and f"no job '{root_job}'" in p.stderr, p.stderr
+    assert "among the jobs the job's owner may see" in p.stderr, p.stderr   # (root's update: whose sight)
     assert updated(daemon, mine) == []
     daemon.api("POST", f"/v1/jobs/{mine}/cancel")
     release(daemon, root_job)
