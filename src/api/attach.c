@@ -23,6 +23,7 @@
 #include "../common/log.h"
 #include "../common/termframe.h"
 #include "../common/util.h"
+#include "../core/job_ctl.h"
 #include "../core/job_exec.h"
 #include "../core/job_term.h"
 #include "../core/jobs.h"
@@ -334,8 +335,13 @@ static void pump(attach *a)
         end(a); /* the client went: the shim sees its socket close (a detach) */
         return;
     }
-    if (a->s_end && !a->why)
-        a->why = "the job ended";
+    if (a->s_end && !a->why) {
+        /* (a run ended by rnx job requeue or a preemption: the job goes on, in the queue) */
+        const job *j = jobs_by_id(a->id);
+        bool requeued = j && (job_ctl_requeuing(j) || j->state == JS_PREEMPTED || j->state == JS_HELD ||
+                              job_state_waiting(j->state));
+        a->why = requeued ? "its run ended: the job went back to the queue (requeued)" : "the job ended";
+    }
     if (a->s_end && a->websocket && !a->ws_bye && !a->down_len && !a->lingering) {
         a->ws_bye = true; /* the exit frame is out: the WebSocket's close, then as below */
         a->down_len += wsframe_close((unsigned char *)a->down, WSFRAME_NORMAL);

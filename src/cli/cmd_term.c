@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "../common/jobstate.h"
 #include "../common/jsonx.h"
 #include "../common/termframe.h"
 #include "../common/util.h"
@@ -155,7 +156,8 @@ static int take(session *s, const char *p, size_t n)
 }
 
 /* When the job ended other than by exiting (a signal, its memory, its time), one line says so;
- * why it did not start was said on its stderr already. */
+ * why it did not start was said on its stderr already. A run ended by a requeue (or a
+ * preemption): the job goes on, which the exit code alone does not say. */
 static void note_end(rnx_client *c, const char *id)
 {
     char *esc = client_escape(c, id), path[200], words[1024] = "";
@@ -165,7 +167,14 @@ static void note_end(rnx_client *c, const char *id)
     jerr e = {0};
     if (client_request(c, "GET", path, NULL, &job, &e) == 0 && job) {
         const char *reason = jstr(job, "end_reason");
-        if (reason && strcmp(reason, "exit") && strcmp(reason, "start_failed") && strcmp(reason, "canceled"))
+        const char *status = jstr(job, "status");
+        enum job_state st;
+        bool back = status && job_state_parse(status, &st) == 0 && !job_state_terminal(st) && st != JS_RUNNING &&
+                    (st != JS_STOPPING || json_is_true(json_object_get(job, "requeuing")));
+        if (back)
+            snprintf(words, sizeof words, "goes back to the queue (rnx job requeue, or a preemption): its run ended, "
+                                          "the job did not; rnx job attach %.8s follows its next run", id);
+        else if (reason && strcmp(reason, "exit") && strcmp(reason, "start_failed") && strcmp(reason, "canceled"))
             fmt_end_reason(job, words, sizeof words);
     }
     json_decref(job);

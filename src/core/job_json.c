@@ -240,6 +240,8 @@ json_t *job_json_pick(const job *j, uint64_t keys)
     SET(after, job_json_after(r, j->after_seq));
     SET(after_any, json_boolean(r->after_any)); /* any one of them is enough */
     SET(preemptions, json_integer(j->preemptions));
+    /* STOPPING to go back to the queue (rnx job requeue, a preemption), not to end */
+    SET(requeuing, json_boolean(job_ctl_requeuing(j)));
     /* its run's time SUSPENDED in all, the suspension now included: not counted against its
      * time limit */
     SET(suspended_ms, json_integer(job_ctl_suspended_ms(j)));

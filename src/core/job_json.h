@@ -20,8 +20,8 @@ json_t *job_json(const job *j);
     X(workdir) X(network) X(isolation) X(tty) X(stdin) X(slurm_env) X(runtime) X(volumes) X(hostname)      \
     X(limits) X(uploads) X(created_at) X(scheduled_at) X(started_at) X(ended_at) X(exit_code) X(signal)    \
     X(signal_name) X(end_reason) X(stopped_by) X(error) X(gpu_fault) X(pid) X(shim_pid) X(priority)       \
-    X(queue_position) X(after) X(after_any) X(preemptions) X(suspended_ms) X(freezing) X(slurm)           \
-    X(workflow) X(array) X(preemptible) X(wait_reason) X(usage) X(work) X(gpus) X(gpu_locality)           \
+    X(queue_position) X(after) X(after_any) X(preemptions) X(requeuing) X(suspended_ms) X(freezing)        \
+    X(slurm) X(workflow) X(array) X(preemptible) X(wait_reason) X(usage) X(work) X(gpus) X(gpu_locality)   \
     X(gpu_request) X(kind) X(request)
 enum job_json_key {
 #define JOB_KEY_ENUM(k) JOB_KEY_##k,

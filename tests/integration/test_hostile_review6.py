@@ -176,3 +176,32 @@ def test_a_decided_jobs_dependency_keeps_its_state_after_a_restart(fresh_daemon)
     assert [x["job_state"] for x in d.job(b)["after"]] == ["COMPLETED"], d.job(b)["after"]
     d.rnx("job", "delete", a, check=True)
     assert [x["job_state"] for x in d.job(b)["after"]] == ["DELETED"], d.job(b)["after"]
+
+
+def test_an_attach_whose_run_is_requeued_says_the_job_goes_on(daemon):
+    """`rnx job attach` to a job that `rnx job requeue` sends back to the queue: the session ends
+    with the run (its exit code, 143), and rnx said nothing more, as if the job had ended; its
+    history said "detached ... : the job ended". rnx says the job went back to the queue and how
+    to follow its next run; the history says the run ended and the job went back to the queue."""
+    d = daemon
+    jid = d.submit("sh", "-c", "while :; do sleep 0.05; done", stdin=True)
+    p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "attach", "--no-stdin", jid], env=d.rnx_env(),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        d.wait_status(jid, "RUNNING")
+        wait_for(lambda: any(e["event"] == "attached" for e in
+                             d.api("GET", f"/v1/jobs/{jid}?detail=1")[1]["detail"]["events"]), "the attach")
+        d.rnx("job", "requeue", jid, check=True)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    try:
+        assert p.returncode == 143, (p.returncode, err)
+        assert "goes back to the queue" in err and f"rnx job attach {jid[:8]} follows its next run" in err, err
+        events = [(e["event"], e["detail"]) for e in d.api("GET", f"/v1/jobs/{jid}?detail=1")[1]["detail"]["events"]]
+        assert ("detached", "by uid 0: its run ended: the job went back to the queue (requeued)") in events, events
+    finally:
+        d.api("POST", f"/v1/jobs/{jid}/cancel")
+        d.api("POST", f"/v1/jobs/{jid}/stop")
