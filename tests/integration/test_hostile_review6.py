@@ -34,6 +34,24 @@ def tar_members(data):
     return n
 
 
+def slow_copy_out(d, jid, meanwhile):
+    """`rnx job cp JID:/work/big -` whose reader stops after 64 KB (the pipes fill) while
+    meanwhile() runs, then reads the rest: its exit code, the tar's entries, its stderr."""
+    p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "cp", f"{jid}:/work/big", "-"], env=d.rnx_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = p.stdout.read(65536)
+        meanwhile()
+        rest = p.stdout.read()
+        err = p.stderr.read().decode(errors="replace")
+        rc = p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return rc, tar_members(first + rest), err
+
+
 def test_a_copy_out_cut_short_by_the_jobs_delete_is_not_said_to_be_whole(tmp_path):
     """`rnx job cp ID:/work/big -` of an ended job (200 files) whose reader is slow, while
     jobs.keep_ended_s deletes the job: rnx exited 0 and the tar it wrote held the directory and 3
@@ -51,23 +69,14 @@ def test_a_copy_out_cut_short_by_the_jobs_delete_is_not_said_to_be_whole(tmp_pat
     try:
         jid = d.submit("sh", "-c", MAKE_BIG)
         assert d.wait(jid, 180)["status"] == "COMPLETED"
-        p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "cp", f"{jid}:/work/big", "-"], env=d.rnx_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            first = p.stdout.read(65536)                   # the reader stops; the pipes fill
+        def meanwhile():
             # jobs.keep_ended_s deletes it within ~3 s (a pass every second), unless the copy keeps it
             deadline = time.time() + 8
             while not gone(d, jid) and time.time() < deadline:
                 time.sleep(0.1)
             time.sleep(1)
-            rest = p.stdout.read()
-            err = p.stderr.read().decode(errors="replace")
-            rc = p.wait(timeout=120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        n = tar_members(first + rest)
+
+        rc, n, err = slow_copy_out(d, jid, meanwhile)
         assert rc != 0 or n == FILES + 1, \
             f"rnx job cp exited 0 with {n - 1} of {FILES} files (job deleted meanwhile: {gone(d, jid)}); stderr: {err}"
     finally:
@@ -140,20 +149,12 @@ def test_a_copy_out_of_a_running_job_that_removes_what_it_has_not_reached_is_cut
     try:
         work = d.work(jid)
         wait_for(lambda: os.path.exists(os.path.join(work, "made")), "the job's files made", timeout=180)
-        p = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "cp", f"{jid}:/work/big", "-"], env=d.rnx_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            first = p.stdout.read(65536)                   # the reader stops; the pipes fill
+
+        def meanwhile():
             open(os.path.join(work, "go"), "w").close()
             wait_for(lambda: os.path.exists(os.path.join(work, "removed")), "the job removed /work/big")
-            rest = p.stdout.read()
-            err = p.stderr.read().decode(errors="replace")
-            rc = p.wait(timeout=120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        n = tar_members(first + rest)
+
+        rc, n, err = slow_copy_out(d, jid, meanwhile)
         assert rc != 0 and n < FILES + 1, f"rnx job cp exited {rc} with {n - 1} of {FILES} files; stderr: {err}"
         assert "cut short" in err, err
         wait_for(lambda: "vanished during it: the copy is cut short" in d.log(), "joblet's log says why")
