@@ -31,6 +31,30 @@ static void say(jarray *a, enum job_event ev, uid_t by, const arrayspec *tasks, 
     }
 }
 
+/* What the tasks named are, when none could be acted on: " (those named: 2 CANCELED, 1 COMPLETED)"
+ * (at most ARRAY_CTL_LOOK_MAX looked at; "" beyond, or with none named). */
+static void named_states(const jarray *a, const arrayspec *tasks, char *out, size_t len)
+{
+    out[0] = 0;
+    if (!tasks || !tasks->count || tasks->count > ARRAY_CTL_LOOK_MAX)
+        return;
+    uint64_t n[JS_COUNT + 1] = {0}; /* (JS_COUNT: deleted) */
+    for (uint64_t k = 0; k < tasks->count; k++) {
+        int s = array_ctl_task_state(a, arrayspec_task(tasks, k));
+        n[s == ARRAY_CTL_DELETED ? JS_COUNT : s]++;
+    }
+    size_t o = (size_t)snprintf(out, len, " (those named:");
+    const char *sep = " ";
+    for (int s = 0; s <= JS_COUNT && o < len; s++)
+        if (n[s]) {
+            o += (size_t)snprintf(out + o, len - o, "%s%llu %s", sep, (unsigned long long)n[s],
+                                  s == JS_COUNT ? "DELETED" : job_state_name((enum job_state)s));
+            sep = ", ";
+        }
+    if (o + 1 < len)
+        snprintf(out + o, len - o, ")");
+}
+
 int array_ctl_act(jarray *a, const arrayspec *tasks, const enum job_state *only, enum array_ctl_act act, uid_t by,
                   uint64_t *acted, jerr *e)
 {
@@ -67,11 +91,14 @@ int array_ctl_act(jarray *a, const arrayspec *tasks, const enum job_state *only,
     if (*acted)
         say(a, JE_STOPPING, by, tasks, act == ARRAY_CTL_CANCEL ? "canceled" : act == ARRAY_CTL_STOP ? "stopped" : "killed",
             *acted);
-    if (!*acted)
+    if (!*acted) {
+        char states[200];
+        named_states(a, tasks, states, sizeof states);
         return jerr_http(e, 409, "array %s: no task %s%s%swas left to %s%s", a->id, tasks ? "named " : "",
                          only ? job_state_name(*only) : "", only ? " " : "",
                          act == ARRAY_CTL_CANCEL ? "cancel" : act == ARRAY_CTL_STOP ? "stop" : "kill",
-                         busy ? " (those named run: stop them with rnx job stop)" : "");
+                         busy ? " (those named run: stop them with rnx job stop)" : states);
+    }
     return 0;
 }
 
