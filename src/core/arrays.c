@@ -900,9 +900,9 @@ static void corr_tell(const jarray *d, const job *j, int by)
 
 static bool set_add_range(arrayspec *s, uint32_t lo, uint32_t hi);
 
-/* The places of a's tasks that count in corr_ready (ranges of step 1): false past
- * ARRAYSPEC_MAX_RANGES. O(the made tasks of the first array waited on x ranges). */
-static bool corr_places(const jarray *a, arrayspec *out)
+/* The places of a's tasks that count in corr_ready (ranges of step 1), of those in `in` (places):
+ * false past ARRAYSPEC_MAX_RANGES. O(the made tasks of the first array waited on x ranges). */
+static bool corr_places(const jarray *a, const arrayspec *in, arrayspec *out)
 {
     *out = (arrayspec){.n = 0};
     const jarray *d = a->corr && !arrays_canceled(a) ? corr_first(a) : NULL;
@@ -911,7 +911,7 @@ static bool corr_places(const jarray *a, arrayspec *out)
         if (!j || j->array_gone || j->state != JS_COMPLETED || !corr_counted(a, (uint32_t)j->array_task))
             continue;
         uint32_t k = (uint32_t)arrayspec_index(a->spec, (uint32_t)j->array_task);
-        if (!set_add_range(out, k, k))
+        if (arrayspec_has(in, k) && !set_add_range(out, k, k))
             return false;
     }
     return true;
@@ -1411,15 +1411,6 @@ int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_stat
     bool rest = only == rest_state; /* (the side's state is never HELD nor PENDING: QUEUED or SCHEDULED) */
     arrayspec *pl = xmalloc(sizeof *pl), *other = xmalloc(sizeof *other), *side = NULL;
     int64_t n = -1;
-    if (by_task) {
-        side = xmalloc(sizeof *side);
-        if (!corr_places(a, side)) {
-            jerr_http(e, 409, "array %s: its tasks not started yet whose own task completed are more than %d separate "
-                              "ranges; cancel them by name in ranges (rnx job cancel %.8s_[LIST]), or the whole array",
-                      a->id, ARRAYSPEC_MAX_RANGES, a->id);
-            goto out;
-        }
-    }
     if (tasks) {
         if (to_places(a, tasks, pl, e) < 0)
             goto out;
@@ -1427,6 +1418,15 @@ int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_stat
         *pl = (arrayspec){.n = 1, .count = a->spec->count - a->made, .min = (uint32_t)a->made,
                           .max = (uint32_t)(a->spec->count - 1)};
         pl->r[0] = (arrayspec_range){(uint32_t)a->made, (uint32_t)(a->spec->count - 1), 1};
+    }
+    if (by_task) { /* (of those named only: the rest of the array may take more ranges than can be kept) */
+        side = xmalloc(sizeof *side);
+        if (!corr_places(a, pl, side)) {
+            jerr_http(e, 409, "array %s: its tasks not started yet %swhose own task completed are more than %d "
+                              "separate ranges; cancel them by name in fewer ranges (rnx job cancel %.8s_[LIST]), "
+                              "or the whole array", a->id, tasks ? "named " : "", ARRAYSPEC_MAX_RANGES, a->id);
+            goto out;
+        }
     }
     *other = *pl; /* the rest: those named less the side's; the side: those named less that */
     bool ok = set_minus(other, side ? side : arrays_released(a)) && (rest || set_minus(pl, other));
