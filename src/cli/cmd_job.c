@@ -1612,7 +1612,8 @@ typedef struct action {
 } action;
 
 /* One request, one line of confirmation. quiet_409: a job chosen by name, state or user that
- * went on meanwhile (ended, started) is said, not an error. */
+ * went on meanwhile (ended, started) is said, not an error (a 409 naming a field, a limit of what
+ * was named, is one). */
 static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409)
 {
     json_t *answer = NULL;
@@ -1651,7 +1652,8 @@ static int act_one(rnx_ctx *ctx, const action *a, const char *id, bool quiet_409
     if (fail < 0) {
         int rc = server_error(&e, false);
         json_decref(answer);
-        return quiet_409 && e.http == 409 ? RNX_OK : rc;
+        /* (a 409 naming a field is the request's fault, a limit: an error whatever chose the job) */
+        return quiet_409 && e.http == 409 && !e.field[0] ? RNX_OK : rc;
     }
     const char *status = jstr(answer, "status");
     json_t *arr = json_object_get(answer, "array");

@@ -158,6 +158,15 @@ static int64_t set_first_in(const arrayspec *s, int64_t lo, uint32_t k, int64_t 
     return best;
 }
 
+/* A refusal for a limit of the ranges kept (409): the tasks named are at fault (field "tasks"), not
+ * the state they were found in (rnx job cancel --status=S says a 409 without a field, a job gone
+ * on, not as an error). -1. */
+static int ranges_refused(jerr *e)
+{
+    snprintf(e->field, sizeof e->field, "tasks");
+    return -1;
+}
+
 /* s less sub's ids (both ranges of any step), each range of s cut where sub holds one of its
  * ids: false, s unchanged, when that needs more than ARRAYSPEC_MAX_RANGES ranges (or, sub's
  * ranges with a step interleaving over a long run, more than ARRAYS_MINUS_LOOKS ids to pass one
@@ -1278,11 +1287,13 @@ static int to_places(const jarray *a, const arrayspec *tasks, arrayspec *out, je
                         ok = set_add_range(out, (uint32_t)(base + (v - r->lo) / s), (uint32_t)(base + (v - r->lo) / s));
                 }
             }
-            if (!ok)
-                return jerr_http(e, 409, "tasks: array %s: the tasks named are kept as more than %d ranges of its list; "
-                                         "at most %d may be released from its hold one by one (name fewer ranges, or release "
-                                         "the whole array: rnx job release %.8s)", a->id, ARRAYSPEC_MAX_RANGES,
-                                 ARRAYS_RELEASED_MAX, a->id);
+            if (!ok) {
+                jerr_http(e, 409, "tasks: array %s: the tasks named are kept as more than %d ranges of its list; at "
+                                  "most %d may be released from its hold one by one (name fewer ranges, or release the "
+                                  "whole array: rnx job release %.8s)", a->id, ARRAYSPEC_MAX_RANGES,
+                          ARRAYS_RELEASED_MAX, a->id);
+                return ranges_refused(e);
+            }
         }
     }
     return 0;
@@ -1425,6 +1436,7 @@ int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_stat
             jerr_http(e, 409, "array %s: its tasks not started yet %swhose own task completed are more than %d "
                               "separate ranges; cancel them by name in fewer ranges (rnx job cancel %.8s_[LIST]), "
                               "or the whole array", a->id, tasks ? "named " : "", ARRAYSPEC_MAX_RANGES, a->id);
+            ranges_refused(e);
             goto out;
         }
     }
@@ -1439,6 +1451,7 @@ int64_t arrays_cancel_unmade_in(jarray *a, const arrayspec *tasks, enum job_stat
                   : rest  ? "still held"
                           : "released from its hold",
                   ARRAYSPEC_MAX_RANGES, a->id);
+        ranges_refused(e);
         goto out;
     }
     n = other->n ? arrays_cancel_unmade(a, other, by, e) : 0;
@@ -2037,8 +2050,9 @@ static int merge_skip(jarray *a, const arrayspec *tasks, arrayspec **was, jerr *
         if (p->r[i].lo == p->r[i].hi)
             ok = ahead_add(a, arrays_ahead(a), r, p->r[i].lo);
     int rc = ok ? list_set(&a->skip, r, was, e)
-                : jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
-                                    "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES);
+                : (jerr_http(e, 409, "tasks: too many separate tasks to cancel before they start (at most %d ranges "
+                                     "are kept); cancel them in ranges, or the whole array", ARRAYSPEC_MAX_RANGES),
+                   ranges_refused(e));
     free(v), free(runs), free(p), free(r), free(nw);
     return rc;
 }
@@ -2069,6 +2083,7 @@ int64_t arrays_cancel_unmade(jarray *a, const arrayspec *tasks, uid_t by, jerr *
                                    "one (task %u on) needing more than %d ranges ahead of its list's order to be "
                                    "made; nothing canceled (cancel them in fewer ranges, or the whole array)",
                            a->id, bad, ARRAYSPEC_MAX_RANGES);
+            ranges_refused(e);
         }
         free(was);
         /* (also where rc < 0: a save that failed leaves its change in skip, merge_skip) */

@@ -34,8 +34,9 @@ def test_cancel_by_status_of_a_few_named_tasks_is_not_refused_for_the_rest_of_th
     not started yet whose own task completed are more than 256 separate ranges; cancel them by
     name in ranges (rnx job cancel ID_[LIST])') -- what the user did: the ranges of the whole
     array were gathered (corr_places) before the tasks named were looked at: now of those named
-    only. (rnx exited 0 on that refusal, nothing canceled: with --status a 409 is said, not an
-    error, as scancel -t's of a job gone on; the range limit's refusal is one too.)"""
+    only. (rnx exited 0 on that refusal, nothing canceled: with --status a 409 was said, not an
+    error, as scancel -t's of a job gone on; a range limit's refusal now names its field, tasks,
+    and is an error: test_review_hold_unmade.)"""
     odd = "1-519:2"
     a = run(d, f"--array={odd},0-518:2%8", "sh", "-c",
             f'[ $((SLURM_ARRAY_TASK_ID % 2)) = 1 ] || {{ {GATE}; }}')

@@ -42,13 +42,17 @@ def test_a_hold_of_too_scattered_tasks_is_refused_before_any_is_made(fresh_daemo
 def test_a_release_and_a_cancel_of_too_scattered_tasks_name_the_field_and_the_bound(fresh_daemon):
     """Every other task of a held 0-2000 (Slurm's scontrol release 123_[1-1999:2], scancel the
     same): each task is a range of its own of the list's, more than 256: refused, nothing done,
-    naming the field (tasks) and the bound (the release's said neither field)."""
+    naming the field (tasks) and the bound (the release's said neither field); a cancel by state
+    (--status=HELD) so refused exits 1 as well (it exited 0, as for a job gone on)."""
     d = fresh_daemon("limits:\n  max_queued_per_user: 5000\n")
     aid = d.rnx("job", "run", "--hold", "--array=0-2000", "true", check=True).stdout.strip()
     try:
         for verb in ("release", "cancel"):
             p = d.rnx("job", verb, f"{aid[:8]}_[1-1999:2]")
             assert p.returncode == 1 and "tasks: " in p.stderr and "256 ranges" in p.stderr, (verb, p.stderr)
+        # by state too: a limit of what was named is an error, not a job gone on (exited 0)
+        p = d.rnx("job", "cancel", "--status=HELD", f"{aid[:8]}_[1-1999:2]")
+        assert p.returncode == 1 and "256 ranges" in p.stderr, p.stderr
         states = {d.api("GET", f"/v1/jobs/{aid}_{t}")[1]["status"] for t in range(0, 2001, 97)}
         assert states == {"HELD"}, states
     finally:
