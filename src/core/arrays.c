@@ -868,16 +868,28 @@ static bool corr_counted(const jarray *a, uint32_t t)
     return a->corr && still_to_make(a, t, true) && own_completed(a, t);
 }
 
-/* corr_ready as a count finds it: the first array waited on's tasks that COMPLETED, those of a
- * still to make whose own tasks (in every array waited on so) COMPLETED. */
-static uint64_t corr_count(const jarray *a)
+/* The next of a's tasks that count in corr_ready, from the first array it waits on's slot *i on
+ * (its task's own task there COMPLETED, and in every other array waited on so): its id, or -1
+ * when none is left. A count's walk (corr_count, corr_places): O(that array's made tasks). */
+static int64_t corr_next(const jarray *a, size_t *i)
 {
     const jarray *d = a->corr && !arrays_canceled(a) ? corr_first(a) : NULL;
-    uint64_t n = 0;
-    for (size_t i = 0; d && i < d->ntasks; i++) {
-        const job *j = d->tasks[i];
-        n += j && !j->array_gone && j->state == JS_COMPLETED && corr_counted(a, (uint32_t)j->array_task);
+    for (; d && *i < d->ntasks; (*i)++) {
+        const job *j = d->tasks[*i];
+        if (j && !j->array_gone && j->state == JS_COMPLETED && corr_counted(a, (uint32_t)j->array_task)) {
+            (*i)++;
+            return j->array_task;
+        }
     }
+    return -1;
+}
+
+/* corr_ready as a count finds it. */
+static uint64_t corr_count(const jarray *a)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; corr_next(a, &i) >= 0;)
+        n++;
     return n;
 }
 
@@ -914,12 +926,9 @@ static bool set_add_range(arrayspec *s, uint32_t lo, uint32_t hi);
 static bool corr_places(const jarray *a, const arrayspec *in, arrayspec *out)
 {
     *out = (arrayspec){.n = 0};
-    const jarray *d = a->corr && !arrays_canceled(a) ? corr_first(a) : NULL;
-    for (size_t i = 0; d && i < d->ntasks; i++) {
-        const job *j = d->tasks[i];
-        if (!j || j->array_gone || j->state != JS_COMPLETED || !corr_counted(a, (uint32_t)j->array_task))
-            continue;
-        uint32_t k = (uint32_t)arrayspec_index(a->spec, (uint32_t)j->array_task);
+    int64_t t;
+    for (size_t i = 0; (t = corr_next(a, &i)) >= 0;) {
+        uint32_t k = (uint32_t)arrayspec_index(a->spec, (uint32_t)t);
         if (arrayspec_has(in, k) && !set_add_range(out, k, k))
             return false;
     }

@@ -8,21 +8,9 @@ import time
 import pytest
 
 from conftest import TERMINAL, tasks_of, wait_for
+from test_array_corr import counts, d, run  # noqa: F401 (d: the fixture, a daemon with test_arrays' LIMITS)
 from test_arrays import LIMITS
 from test_dependencies import GATE
-
-
-@pytest.fixture
-def d(fresh_daemon):
-    return fresh_daemon(LIMITS)
-
-
-def run(d, *args):
-    return d.rnx("job", "run", *args, check=True).stdout.strip()
-
-
-def counts(d, ref):
-    return d.job(ref)["array"]["counts"]
 
 
 def test_cancel_by_status_of_a_few_named_tasks_is_not_refused_for_the_rest_of_the_array(d):
