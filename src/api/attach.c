@@ -23,6 +23,7 @@
 #include "../common/log.h"
 #include "../common/termframe.h"
 #include "../common/util.h"
+#include "../core/connfds.h"
 #include "../core/job_ctl.h"
 #include "../core/job_exec.h"
 #include "../core/job_term.h"
@@ -59,6 +60,7 @@ typedef struct attach {
     bool exec;                /* an exec's stream (its helper's socket): not an attacher, and
                                  recorded as an exec (core/job_exec.c), not as an attach */
     uint64_t exec_serial;     /* the exec's number (job_exec_running) */
+    unsigned fds;             /* taken from the connections' count (core/connfds.h), given back at its end */
     bool websocket, ws_closing, ws_bye; /* a WebSocket (the console's terminal, GET with Upgrade:
                               * websocket); the browser closed or broke it (our close queued,
                               * the end once it is out); the job's end said with a close */
@@ -106,6 +108,8 @@ static void end(attach *a)
     if (a->ifd >= 0)
         close(a->ifd);
     a->sfd = a->tfd = a->ifd = -1;
+    connfds_give(a->who.uid, a->fds);
+    a->fds = 0;
     if (a->urh)
         MHD_upgrade_action(a->urh, MHD_UPGRADE_ACTION_CLOSE); /* libmicrohttpd closes the client's socket */
     a->urh = NULL;
@@ -572,6 +576,7 @@ static void free_unused(void *p)
     unlist(a);
     if (a->sfd >= 0)
         close(a->sfd);
+    connfds_give(a->who.uid, a->fds);
     free(a);
 }
 
@@ -621,7 +626,7 @@ static bool asks_upgrade(struct MHD_Connection *c, const char *proto)
 
 bool attach_asks_upgrade(struct MHD_Connection *c) { return asks_upgrade(c, "tcp"); }
 
-static enum MHD_Result upgrade(request *r, job *j, int sfd, uint64_t serial, const char *ws_accept);
+static enum MHD_Result upgrade(request *r, job *j, int sfd, uint64_t serial, const char *ws_accept, unsigned fds);
 
 enum MHD_Result attach_route(request *r, job *j)
 {
@@ -661,17 +666,22 @@ enum MHD_Result attach_route(request *r, job *j)
                            "Upgrade: tcp (docs/api.md, \"Interactive streams\")");
         return http_reply_error(r->conn, &e);
     }
-    return upgrade(r, j, -1, 0, ws ? accept : NULL);
+    /* its shim's socket and timers (and over TLS libmicrohttpd's socket pair): counted first */
+    unsigned fds = CONNFDS_ATTACH + (r->who.via == CALLER_TLS ? CONNFDS_TLS_UPGRADE : 0);
+    if (connfds_take(&r->who, fds, "a terminal (rnx job attach)", &e) < 0)
+        return http_reply_error(r->conn, &e);
+    return upgrade(r, j, -1, 0, ws ? accept : NULL, fds);
 }
 
-enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd, uint64_t serial)
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd, uint64_t serial, unsigned fds)
 {
-    return upgrade(r, j, sfd, serial, NULL);
+    return upgrade(r, j, sfd, serial, NULL, fds);
 }
 
 /* The 101 and the session; sfd, serial: an exec's socket and number (-1, 0: an attach);
- * ws_accept: a WebSocket's Sec-WebSocket-Accept (NULL: Upgrade: tcp). */
-static enum MHD_Result upgrade(request *r, job *j, int sfd, uint64_t serial, const char *ws_accept)
+ * ws_accept: a WebSocket's Sec-WebSocket-Accept (NULL: Upgrade: tcp); fds: what was taken from the
+ * connections' count for it, the session's to give back. */
+static enum MHD_Result upgrade(request *r, job *j, int sfd, uint64_t serial, const char *ws_accept, unsigned fds)
 {
     jerr e = {0};
     bool ws = ws_accept != NULL;
@@ -682,6 +692,7 @@ static enum MHD_Result upgrade(request *r, job *j, int sfd, uint64_t serial, con
     a->sfd = sfd;
     a->exec = sfd >= 0;
     a->exec_serial = serial;
+    a->fds = fds;
     a->wc.fd = a->ws.fd = a->wt.fd = a->wi.fd = -1;
     a->wt = (watch){-1, on_linger, a};
     const char *in = query_get(r, "stdin");

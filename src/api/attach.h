@@ -21,8 +21,9 @@ bool attach_asks_upgrade(struct MHD_Connection *c);
  * yet): in job j, and of uid's, for job_exec_start's bounds (which count running helpers). */
 void attach_exec_held(const job *j, uid_t uid, unsigned *on_job, unsigned *of_user);
 /* Answers 101 and relays the connection to sfd, a socket that speaks the framing already (the
- * helper of the exec numbered serial: jobs_exec.c), which it takes. */
-enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd, uint64_t serial);
+ * helper of the exec numbered serial: jobs_exec.c), which it takes, with the fds taken from the
+ * connections' count for it (core/connfds.h), given back at the stream's end. */
+enum MHD_Result attach_upgrade_fd(request *r, job *j, int sfd, uint64_t serial, unsigned fds);
 /* The server stops: every attached connection is closed (libmicrohttpd stops only without
  * upgraded connections left open). */
 void attach_stop_all(void);

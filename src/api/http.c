@@ -31,6 +31,7 @@
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "../core/audit.h"
+#include "../core/connfds.h"
 #include "../core/counters.h"
 #include "../core/incoming.h"
 #include "../core/nsscache.h"
@@ -1219,20 +1220,36 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     }
 }
 
-/* Connections open at once: server.max_connections, and at most half the descriptors joblet
- * may open. Each connection is one; past a limit above the descriptors, idle connections of a
- * few users (each within its share) took them all, and a job's launch failed with EMFILE
- * (issue 25, the daemon's sibling of finding 7). The other half is joblet's own: the database,
- * logs, launches, cgroups. */
+/* Connections open at once: server.max_connections, and at most a quarter of the descriptors
+ * joblet may open. The connections' half is their sockets' and what they hold besides (a log
+ * follower 4 files, a terminal 3: core/connfds.h), counted there: when the limit is short of
+ * twice server.max_connections, each gets half of that half. Each connection is one; past a limit
+ * above the descriptors, idle connections of a few users (each within its share) took them all,
+ * and a job's launch failed with EMFILE (issue 25, the daemon's sibling of finding 7); so did
+ * three users' log followers (test_hostile_fds.py). The other half is joblet's own: the
+ * database, logs, launches, cgroups. */
 static unsigned connection_limit(unsigned configured)
 {
     struct rlimit nofile;
-    if (getrlimit(RLIMIT_NOFILE, &nofile) < 0 || nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur / 2 >= configured)
+    if (getrlimit(RLIMIT_NOFILE, &nofile) < 0 || nofile.rlim_cur == RLIM_INFINITY) {
+        connfds_set(UINT64_MAX, UINT64_MAX);
         return configured;
-    unsigned n = nofile.rlim_cur / 2 > 16 ? (unsigned)(nofile.rlim_cur / 2) : 16;
-    log_warn("server.max_connections is %u, but joblet may open %llu files (ulimit -n): at most %u connections at "
-             "once, so that they never take the descriptors jobs need (the systemd unit sets LimitNOFILE=1048576)",
-             configured, (unsigned long long)nofile.rlim_cur, n);
+    }
+    uint64_t half = nofile.rlim_cur / 2;
+    if (half >= 2 * (uint64_t)configured) {
+        connfds_set(half - configured, nofile.rlim_cur);
+        return configured;
+    }
+    unsigned n = half / 2 > 16 ? (unsigned)(half / 2) : 16;
+    connfds_set(half > n ? half - n : 0, nofile.rlim_cur);
+    static bool said;
+    if (!said)
+        log_warn("server.max_connections is %u, but joblet may open %llu files (ulimit -n): at most %u connections at "
+                 "once, and %llu descriptors for what they hold besides (log followers, terminals, execs, copies, "
+                 "uploads), so that they never take the descriptors jobs need (the systemd unit sets "
+                 "LimitNOFILE=1048576)", configured, (unsigned long long)nofile.rlim_cur, n,
+                 (unsigned long long)connfds_budget());
+    said = true;
     return n;
 }
 

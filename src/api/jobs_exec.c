@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "../common/jobreq.h"
+#include "../core/connfds.h"
 #include "../core/job_exec.h"
 #include "attach.h"
 #include "body.h"
@@ -62,9 +63,18 @@ enum MHD_Result jobs_exec_route(request *r, job *j)
     unsigned on_job, of_user;
     uint64_t serial;
     attach_exec_held(j, r->who.uid, &on_job, &of_user);
+    /* its helper's socket and pidfd, its stream's timers (and over TLS libmicrohttpd's socket
+     * pair): counted first, the stream's to give back (attach.c) */
+    unsigned fds = CONNFDS_EXEC + (r->who.via == CALLER_TLS ? CONNFDS_TLS_UPGRADE : 0);
+    if (connfds_take(&r->who, fds, "an exec (rnx job exec)", &e) < 0) {
+        jobreq_free(&req);
+        return http_reply_error(r->conn, &e);
+    }
     int rc = job_exec_start(j, &req, &r->who, on_job, of_user, &fd, &serial, &e);
     jobreq_free(&req);
-    if (rc < 0)
+    if (rc < 0) {
+        connfds_give(r->who.uid, fds);
         return http_reply_error(r->conn, &e);
-    return attach_upgrade_fd(r, j, fd, serial);
+    }
+    return attach_upgrade_fd(r, j, fd, serial, fds);
 }

@@ -11,6 +11,7 @@
 #include "../common/parse.h"
 #include "../common/util.h"
 #include "../core/isolation.h"
+#include "../core/connfds.h"
 #include "../core/counters.h"
 #include "../core/gpu_admin.h"
 #include "../core/events.h"
@@ -392,37 +393,69 @@ static int log_options(request *r, job_logs_opts *o, jerr *e)
 }
 
 /* A job's output as an answer (core/job_logs.h): an ended job's one stream whole by sendfile,
- * else streamed (stream.h). NULL with e set when it cannot be read as asked. */
+ * else streamed (stream.h). NULL with e set when it cannot be read as asked. Its files are taken
+ * from the connections' count first (core/connfds.h): 2 a stream read (its .data and .idx), the
+ * one file sent whole until the request ends. */
+typedef struct logs_src {
+    follower *f;
+    uid_t uid;
+    unsigned fds;            /* taken from the connections' count (connfds_take) */
+} logs_src;
+
 static size_t logs_read(void *src, char *buf, size_t max, enum pull_state *st)
 {
-    return job_logs_read(src, buf, max, st);
+    return job_logs_read(((logs_src *)src)->f, buf, max, st);
 }
 
-static void logs_close(void *src) { job_logs_close(src); }
-
-static struct MHD_Response *logs_response(job *j, struct MHD_Connection *conn, const job_logs_opts *o, jerr *e)
+static void logs_close(void *src)
 {
+    logs_src *ls = src;
+    if (ls->f)
+        job_logs_close(ls->f);
+    connfds_give(ls->uid, ls->fds);
+    free(ls);
+}
+
+static void logs_file_done(void *src) { logs_close(src); }
+
+static struct MHD_Response *logs_response(job *j, request *req, const job_logs_opts *o, jerr *e)
+{
+    logs_src *ls = xcalloc(1, sizeof *ls);
+    ls->uid = req->who.uid;
+    ls->fds = CONNFDS_LOG_STREAM * ((o->streams & 1) + (o->streams >> 1 & 1));
+    if (connfds_take(&req->who, ls->fds, o->follow ? "a log follower" : "a log reader", e) < 0) {
+        free(ls);
+        return NULL;
+    }
     job_logs_file file;
     follower *f = job_logs_open(j, o, &file, e);
     struct MHD_Response *r;
-    if (!f && file.fd < 0)
+    if (!f && file.fd < 0) {
+        logs_close(ls);
         return NULL;
+    }
     if (!f) {
+        connfds_give(ls->uid, ls->fds - 1); /* the one file, held until the request ends */
+        ls->fds = 1;
         r = MHD_create_response_from_fd_at_offset64(file.len, file.fd, 0); /* it closes fd */
         if (!r) {
             close(file.fd);
+            logs_close(ls);
             jerr_http(e, 500, "cannot send job %s's output", j->id);
             return NULL;
         }
+        req->ctx->p = ls;
+        req->ctx->free = logs_file_done;
         if (file.capped)
             MHD_add_response_header(r, "X-Joblet-Log-Capped", file.name);
         MHD_add_response_header(r, "Content-Type", "application/octet-stream");
         return r;
     }
+    ls->f = f;
     stream *st;
-    r = stream_response(conn, job_logs_block(o), logs_read, logs_close, f, &st);
+    r = stream_response(req->conn, job_logs_block(o), logs_read, logs_close, ls, &st);
     if (!r) {
-        job_logs_close(f);
+        logs_close(ls);
         jerr_http(e, 500, "cannot stream job %s's output", j->id);
         return NULL;
     }
@@ -908,7 +941,7 @@ static enum MHD_Result one_job(request *r, const char *rest)
         job_logs_opts lo;
         if (log_options(r, &lo, &e) < 0)
             return http_reply_error(r->conn, &e);
-        struct MHD_Response *resp = logs_response(j, r->conn, &lo, &e);
+        struct MHD_Response *resp = logs_response(j, r, &lo, &e);
         if (!resp)
             return http_reply_error(r->conn, &e);
         enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);

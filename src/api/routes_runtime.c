@@ -25,6 +25,7 @@
 #include "../common/parse.h"
 #include "../common/recipe.h"
 #include "../common/util.h"
+#include "../core/connfds.h"
 #include "../core/job_json.h"
 #include "../core/runtime_build.h"
 #include "body.h"
@@ -206,13 +207,25 @@ static enum MHD_Result import(request *r)
     return http_reply_json(r->conn, 202, json_pack("{s:o}", "build", runtime_json_build(b)));
 }
 
-/* A build's log as a streamed answer (stream.h) */
+/* A build's log as a streamed answer (stream.h); its file counted among what connections hold
+ * (core/connfds.h) while it is read. */
+typedef struct build_log_src {
+    rt_follower *f;
+    uid_t uid;
+} build_log_src;
+
 static size_t build_log_read(void *src, char *buf, size_t max, enum pull_state *st)
 {
-    return runtime_log_read(src, buf, max, st);
+    return runtime_log_read(((build_log_src *)src)->f, buf, max, st);
 }
 
-static void build_log_close(void *src) { runtime_log_close(src); }
+static void build_log_close(void *src)
+{
+    build_log_src *b = src;
+    runtime_log_close(b->f);
+    connfds_give(b->uid, CONNFDS_BUILD_LOG);
+    free(b);
+}
 
 static enum MHD_Result builds(request *r, const char *rest)
 {
@@ -241,15 +254,19 @@ static enum MHD_Result builds(request *r, const char *rest)
         return http_reply_json(r->conn, 200, runtime_json_build(b));
     if (strcmp(slash + 1, "log"))
         return no_route(r);
-    rt_follower *f = runtime_log_open(b, query_true(r, "follow"), NULL, NULL);
+    if (connfds_take(&r->who, CONNFDS_BUILD_LOG, "a build's log (rnx runtime build --follow)", &e) < 0)
+        return refuse(r, &e);
+    build_log_src *src = xcalloc(1, sizeof *src);
+    src->f = runtime_log_open(b, query_true(r, "follow"), NULL, NULL);
+    src->uid = r->who.uid;
     stream *st;
-    struct MHD_Response *resp = stream_response(r->conn, 65536, build_log_read, build_log_close, f, &st);
+    struct MHD_Response *resp = stream_response(r->conn, 65536, build_log_read, build_log_close, src, &st);
     if (!resp) {
-        runtime_log_close(f);
+        build_log_close(src);
         jerr_http(&e, 500, "cannot stream the build's log");
         return refuse(r, &e);
     }
-    runtime_log_set_notify(f, stream_wake, st);
+    runtime_log_set_notify(src->f, stream_wake, st);
     MHD_add_response_header(resp, "Content-Type", "application/x-ndjson");
     enum MHD_Result ok = MHD_queue_response(r->conn, 200, resp);
     MHD_destroy_response(resp);

@@ -13,6 +13,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "arrays.h"
+#include "connfds.h"
 #include "jobs.h"
 #include "loop.h"
 #include "state.h"
@@ -60,8 +61,14 @@ struct incoming {
 static incoming **open_list;
 static size_t nopen;
 
-/* Room for one more upload: shared with copies (transfers.h). */
-static int admit(uid_t uid, jerr *e) { return transfers_check(uid, e); }
+/* Room for one more upload: shared with copies (transfers.h), and its directory's and file's
+ * descriptors among what connections hold (connfds.h; taken in the same turn: enlist). */
+static int admit(const caller *who, jerr *e)
+{
+    if (transfers_check(who->uid, e) < 0)
+        return -1;
+    return connfds_check(who, CONNFDS_UPLOAD, "an upload (rnx job run --upload)", e);
+}
 
 /* A new upload with n empty directories, <jobs>/.incoming-<id>-<k>/work; NULL when the disk
  * refuses (nothing left behind). */
@@ -127,6 +134,7 @@ static void enlist(incoming *in)
     open_list = xrealloc(open_list, (nopen + 1) * sizeof *open_list);
     open_list[nopen++] = in;
     transfers_add(in->uid);
+    connfds_add(in->uid, CONNFDS_UPLOAD);
     job_req **reqs = xcalloc(in->n ? in->n : 1, sizeof *reqs);
     for (size_t r = 0; r < in->n; r++)
         reqs[r] = &in->reqs[r];
@@ -146,6 +154,7 @@ static void unlist(incoming *in)
         if (open_list[i] == in) {
             open_list[i] = open_list[--nopen];
             transfers_remove(in->uid);
+            connfds_give(in->uid, CONNFDS_UPLOAD);
             submit_promise(in->uid, -(int64_t)in->promised, -(int64_t)in->promised_bytes);
             for (size_t r = 0; r < in->n; r++)
                 volumes_hold(&in->reqs[r], false);
@@ -191,7 +200,7 @@ incoming *incoming_open_job(job_req *req, const caller *who, jerr *e)
     submit_info si;
     uid_t uid = who->uid;
     gid_t gid = who->gid;
-    if (admit(uid, e) < 0 || submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, 0, e) < 0)
+    if (admit(who, e) < 0 || submit_check(req, who, &si, e) < 0 || submit_check_limits(&req, 1, uid, 0, 0, e) < 0)
         return NULL;
     incoming *in = make(uid, gid, 1, e);
     if (!in)
@@ -239,7 +248,7 @@ static incoming *open_workflow(wf_body *b, const caller *who, bool inline_, jerr
     wf_checked c;
     uid_t uid = who->uid;
     gid_t gid = who->gid;
-    if (admit(uid, e) < 0 || workflow_prepare(b, who, &c, e) < 0)
+    if (admit(who, e) < 0 || workflow_prepare(b, who, &c, e) < 0)
         return NULL;
     uint64_t total = 0;
     for (size_t i = 0; i < c.n; i++) {

@@ -16,6 +16,7 @@
 #include "../common/log.h"
 #include "../common/util.h"
 #include "../exec/cgroup.h"
+#include "connfds.h"
 #include "isolation.h"
 #include "job_detail.h"
 #include "jobs.h"
@@ -30,6 +31,7 @@ struct jobcp {
     jobcp *next;
     enum job_cp_kind kind;
     uid_t for_uid;            /* whose transfer it is */
+    unsigned fds;             /* taken from the connections' count (connfds.h) while it is open */
     char job_id[37];
     pid_t pid;
     watch w_pid;              /* pidfd of the helper: readable when it ends */
@@ -337,7 +339,16 @@ jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const calle
             close(pidfd);
         return NULL;
     }
+    /* its pipes' ends and its helper's pidfd (a copy in's body written into a dup besides) */
+    unsigned fds = (kind == JOB_CP_STAT ? CONNFDS_COPY - 1 : CONNFDS_COPY) + (kind == JOB_CP_IN ? CONNFDS_COPY_IN : 0);
+    if (connfds_take(who, fds, kind == JOB_CP_IN ? "a copy into a job (rnx job cp)" : "a copy out of a job (rnx job cp)",
+                     e) < 0) {
+        if (pidfd >= 0)
+            close(pidfd);
+        return NULL;
+    }
     jobcp *c = xcalloc(1, sizeof *c);
+    c->fds = fds;
     c->kind = kind;
     c->oom_known = kind == JOB_CP_IN && live && oom_kills(j, &c->oom_before);
     c->for_uid = who->uid;
@@ -418,6 +429,7 @@ fail:
     }
     if (pidfd >= 0)
         close(pidfd);
+    connfds_give(who->uid, fds);
     free(c);
     return NULL;
 }
@@ -490,6 +502,7 @@ void job_cp_free(jobcp *c)
             close(c->data_fd);
         c->data_fd = -1;
         transfers_remove(c->for_uid);
+        connfds_give(c->for_uid, c->fds);
         c->fn = NULL;
         c->freed = true;
         c->next = dying;
@@ -505,6 +518,7 @@ void job_cp_free(jobcp *c)
     if (c->data_fd >= 0)
         close(c->data_fd);
     transfers_remove(c->for_uid);
+    connfds_give(c->for_uid, c->fds);
     free(c);
 }
 

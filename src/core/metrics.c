@@ -14,6 +14,7 @@
 #include "../common/jsonx.h"
 #include "../common/promtext.h"
 #include "../common/util.h"
+#include "connfds.h"
 #include "counters.h"
 #include "depend.h"
 #include "events.h"
@@ -374,6 +375,13 @@ char *metrics_text(void)
     prom_family(&b, "joblet_max_running_jobs_files", "gauge",
                 "Jobs joblet's open-file limit lets run at once (2 descriptors each); 0 means no bound");
     prom_sample_u(&b, "joblet_max_running_jobs_files", NULL, core.files_max_running);
+    prom_family(&b, "joblet_connection_files", "gauge",
+                "Descriptors connections hold besides their sockets (log followers, terminals, execs, copies, "
+                "uploads: core/connfds.h)");
+    prom_sample_u(&b, "joblet_connection_files", NULL, connfds_held());
+    prom_family(&b, "joblet_max_connection_files", "gauge",
+                "What joblet's open-file limit keeps for them (past it, 503); 0 means no bound");
+    prom_sample_u(&b, "joblet_max_connection_files", NULL, connfds_budget() == UINT64_MAX ? 0 : connfds_budget());
     prom_family(&b, "joblet_console_streams", "gauge", "Open GET /v1/events streams (web consoles)");
     prom_sample_u(&b, "joblet_console_streams", NULL, events_streams());
     prom_family(&b, "joblet_console_events_total", "counter", "Events published to the console's streams");

@@ -6,7 +6,6 @@ files": FAILED, start_failed; the project CI of stops 60 and 61, under ASan)."""
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import time
 
@@ -69,17 +68,20 @@ def test_the_soft_limit_is_raised_to_the_hard_one(fresh_daemon):
 
 
 def test_a_launch_without_descriptors_waits_and_runs_once_they_are_back(fresh_daemon):
-    """Log followers hold joblet's descriptors (a connection and 4 files each; under a hard limit
-    of 200, 36 of them) until fewer than a launch needs are free: a job submitted then waits QUEUED, saying why (SW_FILES), and runs once they
-    are gone. (Before: its launch failed part way, "Too many open files", and it ended FAILED,
-    start_failed.) An exec then is answered busy (503, nothing started) and rnx asks again until
-    it runs (before: EMFILE part way, an error)."""
+    """joblet's descriptors all but taken (its soft limit lowered under it to what it holds and 4
+    more, with prlimit: connections and what they hold can no longer take them, each counted
+    within the connections' half: core/connfds.h, test_hostile_fds.py): a job submitted then waits
+    QUEUED, saying why (SW_FILES), and runs once they are back. (Before: its launch failed part
+    way, "Too many open files", and it ended FAILED, start_failed.) An exec then is answered busy
+    (503, nothing started) and rnx asks again until it runs (before: EMFILE part way, an error).
+    (This test took the descriptors with log followers until they were counted.)"""
     d = started_with_nofile(fresh_daemon, 200, 200)
     sleeper = d.submit("sleep", "1000")
     wait_for(lambda: d.job(sleeper)["status"] == "RUNNING", "the followed job runs")
+    pid = d.proc.pid
 
-    def free():
-        """Descriptors joblet has free once it settled: the same count three times 50 ms apart
+    def held():
+        """Descriptors joblet holds once it settled: the same count three times 50 ms apart
         (joblet's own short-lived ones come and go: a connection of the test's last request while
         joblet closes it, the queue's probe of descriptors for a waiting launch, fds_available's
         up to 12 dups, at each turn; a count taken in one made the test wait for one connection
@@ -87,19 +89,13 @@ def test_a_launch_without_descriptors_waits_and_runs_once_they_are_back(fresh_da
         seen = []
         while len(seen) < 3 or len(set(seen[-3:])) > 1:
             assert len(seen) < 600, f"joblet's descriptors never settle: {seen[-20:]}"
-            seen.append(200 - len(os.listdir(f"/proc/{d.proc.pid}/fd")))
+            seen.append(len(os.listdir(f"/proc/{pid}/fd")))
             time.sleep(0.05)
         return seen[-1]
 
-    held = []
+    limit = held() + 4
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (limit, 200))
     try:
-        while free() > 10:   # each holds a connection and its 4 files (stdout's, stderr's)
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(d.sock)
-            was = free()
-            s.sendall(f"GET /v1/jobs/{sleeper}/logs?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-            held.append(s)
-            wait_for(lambda: free() < was, f"joblet takes follower {len(held)} ({was} descriptors free)")
         one = d.submit("true")
         wait_for(lambda: "descriptors" in (d.job(one).get("wait_reason") or ""), "it waits for descriptors",
                  timeout=60)
@@ -110,14 +106,9 @@ def test_a_launch_without_descriptors_waits_and_runs_once_they_are_back(fresh_da
         wait_for(lambda: "descriptors" in str(d.api("GET", f"/v1/jobs/{arr['id']}")[1]["array"]["wait"]),
                  "the array waits for descriptors", timeout=60)
         assert d.api("GET", f"/v1/jobs/{arr['id']}")[1]["array"]["made"] == 0
-        # an exec (6 descriptors) with 3 free: answered busy, nothing started, and rnx asks again
-        # until it runs (before: pidfd_open's EMFILE was read as "job ... is ending", 409)
-        while free() > 3:   # idle connections: one descriptor each
-            was = free()
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(d.sock)
-            held.append(s)
-            wait_for(lambda: free() < was, "joblet takes the connection")
+        # an exec (6 descriptors) with 3 free (its connection took one): answered busy, nothing
+        # started, and rnx asks again until it runs (before: pidfd_open's EMFILE was read as "job
+        # ... is ending", 409)
         err = open(os.path.join(d.dir, "exec.err"), "w+")
         ex = subprocess.Popen([os.path.join(BUILD, "rnx"), "job", "exec", sleeper, "--", "echo", "inside"],
                               stdout=subprocess.PIPE, stderr=err, text=True, env=d.rnx_env())
@@ -125,8 +116,7 @@ def test_a_launch_without_descriptors_waits_and_runs_once_they_are_back(fresh_da
                  "the exec is answered busy", timeout=60)
         assert ex.poll() is None, open(err.name).read()
     finally:
-        for s in held:
-            s.close()
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (200, 200))
     out, _ = ex.communicate(timeout=60)
     assert ex.returncode == 0 and out == "inside\n", (ex.returncode, out, open(err.name).read())
     wait_for(lambda: d.job(one)["status"] == "COMPLETED", "it runs once they are back", timeout=60)
