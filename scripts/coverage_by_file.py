@@ -5,6 +5,7 @@ costs under the sanitizers: the data behind the sanitizer pass's choice of modul
 
     scripts/coverage_by_file.py collect OUT [PYTEST ARGS...]   # as root: the suite on coverage builds
     scripts/coverage_by_file.py choose OUT [JUNIT]             # what each reaches, what the pass misses
+    scripts/coverage_by_file.py unreached OUT [PREFIX...]      # the lines no module nor unit test reaches
 
 collect makes one coverage build (gcc --coverage) per pytest-xdist worker, build-cov-0.., and
 runs the suite as scripts/test.sh does (JOBLET_TEST_WORKERS workers, 3 by default), each worker
@@ -20,7 +21,14 @@ those no other module reaches; the lines the sanitizer pass (every module but
 SANITIZER_PASS_SKIPS', and the unit tests) does not reach; and, for comparison, a cover: the modules that reach
 every line and branch direction the pass may reach (the modules skipped for testing tools other
 than joblet left out) in the fewest seconds, by a greedy choice. The cost of a module is its time
-in JUNIT, the sanitizer pass's integration-junit.xml (build-asan/), else OUT/junit.xml."""
+in JUNIT, the sanitizer pass's integration-junit.xml (build-asan/), else OUT/junit.xml.
+
+unreached (after choose, which writes OUT/items.json) prints the lines of src/ that no module and
+no unit test reached, by file and function, those of files under a PREFIX only (src/core/ ...):
+where the suite tests nothing. A process writes its counters when it exits normally, so the
+lines of a process that execs or is killed (the shim, the job's init, the helpers before their
+exec, rnx's keeper, the SPANK plugin in slurmstepd) show unreached though they ran; the
+daemon's and rnx's are exact."""
 import json
 import os
 import shutil
@@ -169,10 +177,54 @@ def choose(out, junit=None):
         print(f"  {m}: {cost.get(m, 0):.1f} s")
 
 
+def unreached(out, prefixes):
+    """The lines of src/ no module nor unit test reached (OUT/items.json), by file and function:
+    every line the notes files of build-cov-0 know (gcov without counters: all 0) less those."""
+    with open(os.path.join(out, "items.json")) as fp:
+        hit = {(it[0], it[1]) for v in json.load(fp).values() for it in v if len(it) == 2}
+    build = os.path.join(ROOT, "build-cov-0")
+    gcnos = [os.path.join(dp, f) for dp, _, fs in os.walk(build) for f in fs if f.endswith(".gcno")]
+    lines, funcs = {}, {}
+    for gcno in gcnos:
+        p = subprocess.run(["gcov", "--json-format", "--stdout", gcno], cwd=build, capture_output=True, text=True)
+        for doc in p.stdout.splitlines():
+            if not doc.startswith("{"):
+                continue
+            for f in json.loads(doc).get("files", []):
+                src = os.path.normpath(os.path.join(build, f["file"]))
+                if not src.startswith(os.path.join(ROOT, "src") + "/"):
+                    continue
+                src = os.path.relpath(src, ROOT)
+                if prefixes and not src.startswith(tuple(prefixes)):
+                    continue
+                funcs.setdefault(src, set()).update((fn["start_line"], fn["end_line"], fn["name"])
+                                                    for fn in f.get("functions", []))
+                lines.setdefault(src, set()).update(ln["line_number"] for ln in f["lines"])
+    total = sum(len(v) for v in lines.values())
+    missed = {src: sorted(n for n in v if (src, n) not in hit) for src, v in sorted(lines.items())}
+    print(f"{sum(len(v) for v in missed.values())} of {total} lines no module nor unit test reaches")
+    for src, nums in missed.items():
+        if not nums:
+            continue
+        with open(os.path.join(ROOT, src)) as f:
+            text = f.read().splitlines()
+        by_fn = {}
+        for n in nums:
+            fn = min((fn for fn in funcs[src] if fn[0] <= n <= fn[1]), key=lambda fn: fn[1] - fn[0],
+                     default=(0, 0, "(outside functions)"))
+            by_fn.setdefault(fn[2], []).append(n)
+        for name, ns in by_fn.items():
+            print(f"== {src} {name}: {len(ns)} lines")
+            for n in ns:
+                print(f"   {n}: {text[n - 1].strip()[:110]}")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("collect", "choose"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("collect", "choose", "unreached"):
         sys.exit(__doc__)
-    if sys.argv[1] == "collect":
+    if sys.argv[1] == "unreached":
+        unreached(os.path.abspath(sys.argv[2]), sys.argv[3:])
+    elif sys.argv[1] == "collect":
         collect(os.path.abspath(sys.argv[2]), sys.argv[3:])
     else:
         choose(os.path.abspath(sys.argv[2]), *sys.argv[3:4])
