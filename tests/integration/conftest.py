@@ -236,11 +236,18 @@ def fake_nvml_daemon(fresh_daemon, tmp_path, fixture="dgx-h100", health_interval
     return d, f"{fix}/machine.json", events
 
 
+def tool_env():
+    """What the test tools' settings pass on to the daemons and rnx the tests start: the
+    sanitizers' options, and under scripts/coverage_by_file.py collect where the coverage counters
+    go (GCOV_PREFIX: the module's own directory, coverage_by_module)."""
+    return {k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS") or k.startswith("GCOV_PREFIX")}
+
+
 def rnx_as(d, user, *args, timeout=150, input=None, text=True):
     """rnx run as user (see setpriv) against daemon d; text=False for bytes in and out. timeout
     as for api_as."""
     env = {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock}
-    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    env.update(tool_env())
     return subprocess.run([*setpriv(user), os.path.join(BUILD, "rnx"), *args], capture_output=True, text=text,
                           timeout=timeout, env=env, input=input)
 
@@ -318,7 +325,7 @@ class Daemon:
              "--socket", self.sock, "--log-level", os.environ.get("JOBLET_IT_LOG_LEVEL", "debug")],
             stdout=log, stderr=log, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                                          "JOBLET_DAEMON_SECRET_MARK": "daemon-env-must-not-leak",
-                                         **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")},
+                                         **tool_env(),
                                          **self.extra_env},
             preexec_fn=self.preexec)
         log.close()
@@ -365,7 +372,7 @@ class Daemon:
     def rnx_env(self):
         """The environment rnx runs in against this daemon (rnx, or an rnx of the test's own)."""
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "JOBLET_SOCKET": self.sock,
-                **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+                **tool_env()}
 
     def rnx(self, *args, input=None, timeout=120, env=None, check=False):
         e = self.rnx_env()
@@ -732,8 +739,17 @@ def coverage_by_module(request):
     out = os.environ.get("JOBLET_COVERAGE_OUT")
     if out:
         coverage_move(os.path.join(out, "_between"))
+        # the daemons and rnx started meanwhile write their counters straight to the module's
+        # directory, whenever they end: pytest may tear a module's own daemon fixture down after
+        # this one (test_signal's did, its last test using another fixture), and that daemon's
+        # counters were moved to no module (their lines counted as reached by none)
+        dest = os.path.join(out, os.path.basename(str(request.node.fspath)), os.path.basename(BUILD))
+        os.environ["GCOV_PREFIX"] = dest
+        os.environ["GCOV_PREFIX_STRIP"] = str(len(BUILD.strip("/").split("/")))
     yield
     if out:
+        os.environ.pop("GCOV_PREFIX", None)
+        os.environ.pop("GCOV_PREFIX_STRIP", None)
         coverage_move(os.path.join(out, os.path.basename(str(request.node.fspath))))
 
 
