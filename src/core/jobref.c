@@ -156,38 +156,39 @@ int jobref_find(const char *ref, const caller *who, enum idref_want want, jobref
 }
 
 /* What a request on one job reads or makes, in a user's words, with the rnx command that makes it
- * ("GET logs" is the API's, and a user typed rnx job log); NULL for a request without such words. */
-static const char *action_words(const char *action)
+ * ("GET logs" is the API's, and a user typed rnx job log); NULL for a request that no job takes
+ * (an action unknown, or one that a job takes by another method: POST logs), as one_job answers
+ * it (404). method NULL: any (the route itself says which it takes). */
+static const char *action_words(const char *method, const char *action)
 {
-    static const char *const words[][2] = {
-        {"logs", "output (rnx job log)"},           {"metrics", "usage (rnx job metrics)"},
-        {"archive", "files (rnx job cp)"},          {"attach", "terminal (rnx job attach)"},
-        {"exec", "processes to enter (rnx job exec)"},
+    static const char *const words[][3] = {
+        {"logs", "GET", "output (rnx job log)"},         {"metrics", "GET", "usage (rnx job metrics)"},
+        {"archive", NULL, "files (rnx job cp)"},          {"attach", NULL, "terminal (rnx job attach)"},
+        {"exec", NULL, "processes to enter (rnx job exec)"},
     };
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (!strcmp(action, words[i][0]))
-            return words[i][1];
+        if (!strcmp(action, words[i][0]) && (!words[i][1] || !strcmp(method, words[i][1])))
+            return words[i][2];
     return NULL;
 }
 
 int jobref_not_a_job(const jarray *a, const arrayspec *tasks, const char *method, const char *action, jerr *e)
 {
-    char list[256];
-    const char *words = action_words(action);
+    char list[256] = "";
+    const char *words = action_words(method, action);
     if (tasks)
         arrayspec_format_cut(tasks, list, sizeof list);
+    /* no job takes it: not found, as for a job (told to name a task, a user was then answered
+     * "no route" for it) */
+    if (!words)
+        return jerr_http(e, 404, "no route %s /v1/jobs/%s%s%s%s/%s: neither an array nor a job takes it; see "
+                                 "docs/api.md", method, a->id, tasks ? "_[" : "", list, tasks ? "]" : "", action);
     if (tasks && tasks->count == 1)
         return jerr_http(e, 409, "task %u of array %s has not started yet: it has no %s", tasks->r[0].lo, a->id,
-                         *action ? action : "such operation");
-    if (tasks && words) /* several tasks named: each is its own job for this */
+                         action);
+    if (tasks) /* several tasks named: each is its own job for this */
         return jerr_http(e, 400, "tasks [%s] of array %s: each task has its own %s: name one (%.8s_%u)", list,
                          a->id, words, a->id, tasks->r[0].lo);
-    if (tasks)
-        return jerr_http(e, 400, "tasks [%s] of array %s: %s %s takes one task at a time (%.8s_%u)", list, a->id,
-                         method, *action ? action : "", a->id, tasks->r[0].lo);
-    if (words)
-        return jerr_http(e, 400, "%s is a job array (%llu tasks), which has no %s of its own: name one task, "
-                                 "e.g. %.8s_%u", a->id, (unsigned long long)a->spec->count, words, a->id, a->spec->min);
-    return jerr_http(e, 400, "%s is a job array (%llu tasks): name one task, e.g. %.8s_%u, for %s %s", a->id,
-                     (unsigned long long)a->spec->count, a->id, a->spec->min, method, *action ? action : "");
+    return jerr_http(e, 400, "%s is a job array (%llu tasks), which has no %s of its own: name one task, "
+                             "e.g. %.8s_%u", a->id, (unsigned long long)a->spec->count, words, a->id, a->spec->min);
 }
