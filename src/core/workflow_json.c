@@ -252,6 +252,18 @@ static int redact_yaml(json_t *doc, json_t *jobs, jerr *e)
     return 0;
 }
 
+/* e, a member's error ("name: must be a string"), said of the item of a list it is in (where:
+ * "volumes[0]."), its field and its message both: -1. */
+static int in_item(const char *where, jerr *e)
+{
+    char field[sizeof e->field], msg[sizeof e->msg];
+    snprintf(field, sizeof field, "%s%s", where, e->field);
+    snprintf(msg, sizeof msg, "%s%s", where, e->msg);
+    snprintf(e->field, sizeof e->field, "%s", field);
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    return -1;
+}
+
 /* volumes: [{name, size_mb, type}]: what the workflow creates when missing. */
 static int parse_volumes(json_t *arr, wf_body *b, jerr *e)
 {
@@ -273,12 +285,11 @@ static int parse_volumes(json_t *arr, wf_body *b, jerr *e)
         snprintf(field, sizeof field, "volumes[%zu]", i);
         if (!json_is_object(v))
             return jerr_field(e, field, "%s: must be an object {name, size_mb, type}", field);
-        if (known_keys(v, volume_keys, where, e) < 0 || jx_str(v, "name", &rq->name, e) < 0 ||
-            jx_str(v, "type", &type, e) < 0 || jx_u64(v, "size_mb", 1, UINT64_MAX >> 20, &mb, e) < 0) {
-            snprintf(field, sizeof field, "%s%s", where, e->field);
-            snprintf(e->field, sizeof e->field, "%s", field);
+        if (known_keys(v, volume_keys, where, e) < 0) /* (its field is named whole: where's) */
             return -1;
-        }
+        if (jx_str(v, "name", &rq->name, e) < 0 || jx_str(v, "type", &type, e) < 0 ||
+            jx_u64(v, "size_mb", 1, UINT64_MAX >> 20, &mb, e) < 0)
+            return in_item(where, e);
         snprintf(field, sizeof field, "%sname", where);
         if (!rq->name || !jobreq_volume_name_ok(rq->name, strlen(rq->name)))
             return jerr_field(e, field, "%s: must be a volume name (letters, digits, '.', '_', '-')", field);
@@ -318,12 +329,10 @@ static int parse_networks(json_t *arr, wf_body *b, jerr *e)
         snprintf(field, sizeof field, "networks[%zu]", i);
         if (!json_is_object(v))
             return jerr_field(e, field, "%s: must be an object {name, cidr}", field);
-        if (known_keys(v, network_keys, where, e) < 0 || jx_str(v, "name", &n->name, e) < 0 ||
-            jx_str(v, "cidr", &n->cidr, e) < 0) {
-            snprintf(field, sizeof field, "%s%s", where, e->field);
-            snprintf(e->field, sizeof e->field, "%s", field);
+        if (known_keys(v, network_keys, where, e) < 0) /* (its field is named whole: where's) */
             return -1;
-        }
+        if (jx_str(v, "name", &n->name, e) < 0 || jx_str(v, "cidr", &n->cidr, e) < 0)
+            return in_item(where, e);
         snprintf(field, sizeof field, "%sname", where);
         if (!n->name || !netaddr_name_ok(n->name))
             return jerr_field(e, field, "%s: must be a network name: 1 to %d of a-z 0-9 _ . - starting with a letter "

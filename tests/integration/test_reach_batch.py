@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from conftest import TERMINAL, api_as, submit_array, tasks_of, wait_array, wait_for
+from conftest import api_as, submit_array, tasks_of, wait_array, wait_for
+from test_workflows import wait_wf
 
 OTHER = 4377  # a user who is not root (no account needed: joblet reads the peer's uid)
 
@@ -30,10 +31,10 @@ def wf_post(d, body):
     return d.api("POST", "/v1/workflows", body)
 
 
-def wf_job(name, command="true", *args, requires=(), **fields):
-    j = {"name": name, "request": {"command": command, "args": list(args), **fields}}
+def wf_job(job_name, command="true", *args, requires=(), **fields):
+    j = {"name": job_name, "request": {"command": command, "args": list(args), **fields}}
     if requires:
-        j["requires"] = [{"job": n, "state": s} for n, s in requires]
+        j["requires"] = [{"job": n, "state": st} for n, st in requires]
     return j
 
 
@@ -86,3 +87,112 @@ def test_an_array_with_tasks_not_ended_is_not_deleted(daemon):
     assert code == 200 and out == {"deleted": aid, "tasks": 2, "more": False}, out
     assert d.api("GET", f"/v1/jobs/{aid}")[0] == 404
     assert all(d.api("GET", f"/v1/jobs/{i}")[0] == 404 for i in ids.values())
+
+
+WF_REFUSED = [
+    # (body, field, words in the message)
+    ([], "", "a workflow is a JSON object: {name, description, source, yaml, jobs}"),
+    ({"jobs": [wf_job("a")]}, "name", "name: a workflow needs a name of 1 to 200 characters"),
+    ({"name": "", "jobs": [wf_job("a")]}, "name", "a workflow needs a name of 1 to 200 characters"),
+    ({"name": "w", "jobs": ["a"]}, "jobs[0]", "jobs[0]: must be an object"),
+    ({"name": "w", "jobs": [{"name": "a b", "request": {"command": "true"}}]}, "jobs[0].name",
+     "a job needs a name of letters, digits, '.', '_' and '-' (at most 128)"),
+    ({"name": "w", "jobs": [{"name": "a", "request": "true"}]}, "jobs[0].request",
+     "jobs[0].request: must be an object: the job's request, as POST /v1/jobs takes"),
+    ({"name": "w", "jobs": [wf_job("a", name="b")]}, "jobs[0].request.name",
+     "jobs[0].request.name: must be the job's name or absent"),
+    ({"name": "w", "jobs": [wf_job("a", singleton=True)]}, "jobs[0].request.singleton",
+     "singleton: not accepted in a workflow's job; use requires:"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": {"name": "v"}}, "volumes",
+     "volumes: must be a list of at most"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": ["v"]}, "volumes[0]",
+     "volumes[0]: must be an object {name, size_mb, type}"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": [{"name": 3, "size_mb": 1}]}, "volumes[0].name",
+     "volumes[0].name: must be a string"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": [{"name": "v", "size_mb": 0}]}, "volumes[0].size_mb",
+     "volumes[0].size_mb: must be a whole number from 1 to"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": [{"name": "v", "size_mb": 1, "color": "red"}]},
+     "volumes[0].color", "volumes[0].color: unknown field"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": [{"name": "a/b", "size_mb": 1}]}, "volumes[0].name",
+     "volumes[0].name: must be a volume name (letters, digits, '.', '_', '-')"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": [{"name": "v", "size_mb": 1}, {"name": "v", "size_mb": 2}]},
+     "volumes[1].name", "volumes[1].name: volume 'v' is listed twice"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": [{"name": "v"}]}, "volumes[0].size_mb",
+     "volumes[0].size_mb: a volume to create needs a size in MB"),
+    ({"name": "w", "jobs": [wf_job("a")], "volumes": [{"name": "v", "size_mb": 1, "type": "tape"}]},
+     "volumes[0].type", "volumes[0].type: 'tape' is not a volume type; use filesystem or memory"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": "n"}, "networks", "networks: must be a list of at most"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": [7]}, "networks[0]",
+     "networks[0]: must be an object {name, cidr}"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": [{"name": "n", "cidr": "10.218.10.0/24", "mtu": 9000}]},
+     "networks[0].mtu", "networks[0].mtu: unknown field"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": [{"name": "n", "cidr": 24}]}, "networks[0].cidr",
+     "networks[0].cidr: must be a string"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": [{"name": "-n", "cidr": "10.218.10.0/24"}]},
+     "networks[0].name", "networks[0].name: must be a network name: 1 to"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": [{"name": "bridge", "cidr": "10.218.10.0/24"}]},
+     "networks[0].name", "networks[0].name: 'bridge' is joblet's own; a workflow creates networks of other names"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": [{"name": "n", "cidr": "10.218.10.0/24"},
+                                                       {"name": "n", "cidr": "10.218.11.0/24"}]},
+     "networks[1].name", "networks[1].name: network 'n' is listed twice"),
+    ({"name": "w", "jobs": [wf_job("a")], "networks": [{"name": "n"}]}, "networks[0].cidr",
+     "networks[0].cidr: a network to create needs its addresses, e.g. 10.218.10.0/24"),
+]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_workflow_that_does_not_read_is_refused_naming_the_field(daemon, dry_run):
+    """Each refusal of a workflow's body (its shape, its jobs' names and requests, the volumes and
+    networks it would create): 400 naming the field and what it takes, as rnx workflow validate
+    (?dry_run=1) says it too; no workflow, job, volume or network is left of any."""
+    d = daemon
+    wfs, jobs = d.api("GET", "/v1/workflows")[1], d.job_count()
+    vols, nets = d.api("GET", "/v1/volumes")[1], d.api("GET", "/v1/networks")[1]
+    path = "/v1/workflows?dry_run=1" if dry_run else "/v1/workflows"
+    for body, field, words in WF_REFUSED:
+        code, e = d.api("POST", path, body)
+        assert code == 400, (body, e)
+        assert e["error"].get("field", "") == field and words in e["error"]["message"], (body, e)
+    assert d.api("GET", "/v1/workflows")[1] == wfs and d.job_count() == jobs
+    assert d.api("GET", "/v1/volumes")[1] == vols and d.api("GET", "/v1/networks")[1] == nets
+
+
+def test_a_workflow_file_over_1_mib_is_refused(daemon):
+    """The yaml kept with a workflow is bounded (1 MiB): one byte more is refused naming yaml, by
+    the body's bound on a string (api/body.c), which is the workflow's (workflow_json.c's check
+    of it is not reached while the two agree); 1 MiB is taken."""
+    code, e = daemon.api("POST", "/v1/workflows", {"name": "w", "yaml": "#" * ((1 << 20) + 1),
+                                                   "jobs": [wf_job("a")]})
+    assert code == 413 and e["error"].get("field") == "yaml", e
+    assert "a string of 1048577 bytes; joblet takes strings of at most 1048576 bytes" in e["error"]["message"], e
+    assert not [w for w in daemon.api("GET", "/v1/workflows")[1]["workflows"] if w["name"] == "w"]
+    code, wf = daemon.api("POST", "/v1/workflows", {"name": "w", "yaml": "#" * (1 << 20), "jobs": [wf_job("a")]})
+    assert code == 201, wf
+    assert wait_wf(daemon, wf["id"])["state"] == "COMPLETED"
+
+
+def test_inline_uploads_that_cannot_be_written_create_no_job(daemon):
+    """An inline upload whose content is not base64, or a file in a directory not uploaded
+    before it: 400 naming uploads and the path; no job, no directory left behind."""
+    d = daemon
+    jobs, dirs = d.job_count(), d.job_dirs()
+    for uploads, words in (
+            ([{"path": "f", "type": "file", "content_b64": "%%%not base64%%%"}],
+             "uploads: 'f': content_b64 is not valid base64"),
+            ([{"path": "d/f", "type": "file", "content_b64": "aGVsbG8="}],
+             "uploads: 'd/f': its directory 'd' must be listed before it, as a directory"),
+            ([{"path": "f", "type": "file", "content_b64": "aGVsbG8=", "size": 9}],
+             "uploads: 'f': size 9 does not match its content_b64 (5 bytes)")):
+        for array in (None, "0-1"):
+            body = {"command": "true", "uploads": uploads, **({"array": array} if array else {})}
+            code, e = d.api("POST", "/v1/jobs", body)
+            assert code == 400, (uploads, array, e)
+            assert e["error"]["field"] == "uploads" and words in e["error"]["message"], (uploads, e)
+    assert d.job_count() == jobs and d.job_dirs() == dirs
+
+
+def test_devices_all_with_other_gpus_is_refused(daemon):
+    code, e = daemon.api("POST", "/v1/jobs", {"command": "true",
+                                              "devices": ["nvidia.com/gpu=all", "nvidia.com/gpu=0"]})
+    assert code == 400 and e["error"]["field"] == "devices", e
+    assert "nvidia.com/gpu=all names every GPU; do not list others with it" in e["error"]["message"], e
