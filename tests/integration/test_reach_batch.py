@@ -34,7 +34,7 @@ def wf_post(d, body):
 def wf_job(job_name, command="true", *args, requires=(), **fields):
     j = {"name": job_name, "request": {"command": command, "args": list(args), **fields}}
     if requires:
-        j["requires"] = [{"job": n, "state": st} for n, st in requires]
+        j["requires"] = [{"job": n, "status": st} for n, st in requires]
     return j
 
 
@@ -196,3 +196,110 @@ def test_devices_all_with_other_gpus_is_refused(daemon):
                                               "devices": ["nvidia.com/gpu=all", "nvidia.com/gpu=0"]})
     assert code == 400 and e["error"]["field"] == "devices", e
     assert "nvidia.com/gpu=all names every GPU; do not list others with it" in e["error"]["message"], e
+
+
+def test_an_arrays_update_refused_changes_nothing(daemon):
+    """An owner may lower their array's priority, not raise it (403, an admin's); a throttle whose
+    %N would make the array's list longer than its 1024 bytes is refused naming array_throttle;
+    the array keeps its priority and throttle either way."""
+    d = daemon
+    # tasks that no step's range writes shorter (gaps that grow: 0,1,3,6,10,...), ~1015 bytes
+    ids, k = [], 0
+    while len(",".join(map(str, ids + [k * (k + 1) // 2]))) <= 1024 - 3:
+        ids.append(k * (k + 1) // 2)
+        k += 1
+    spec = ",".join(map(str, ids))
+    code, a = api_as(d, OTHER, "POST", "/v1/jobs", {"command": "sleep", "args": ["600"], "array": spec + "%1",
+                                                    "hold": True})
+    assert code == 201, a
+    aid = a["id"]
+    try:
+        code, e = api_as(d, OTHER, "POST", f"/v1/jobs/{aid}/update", {"priority": 5})
+        assert code == 403 and "raising an array's priority (its owner may lower it)" in e["error"]["message"], e
+        code, e = d.api("POST", f"/v1/jobs/{aid}/update", {"array_throttle": 3999999})
+        assert code == 400 and e["error"]["field"] == "array_throttle", e
+        assert "the array's list with its %N would be longer than 1024 bytes" in e["error"]["message"], e
+        got = d.job(aid)
+        assert "priority" not in got["request"] and got["array"]["throttle"] == 1, got
+        # what is taken: root raises it, the owner lowers it again, a short throttle
+        assert d.api("POST", f"/v1/jobs/{aid}/update", {"priority": 5})[0] == 200
+        code, out = api_as(d, OTHER, "POST", f"/v1/jobs/{aid}/update", {"priority": 1, "array_throttle": 7})
+        assert code == 200, out
+        got = d.job(aid)
+        assert got["request"]["priority"] == 1 and got["array"]["throttle"] == 7, got
+    finally:
+        end_array(d, aid)
+
+
+def test_the_dependencies_of_an_array_task_or_a_workflow_job_do_not_change(daemon):
+    """rnx job update --after of a task of an array, or of a workflow's job: 409 saying whose
+    dependencies they are (the array's, the workflow's requires:); the job waits as it did."""
+    d = daemon
+    aid = submit_array(d, "0-1%1", "sleep", "600")["id"]
+    code, wf = wf_post(d, {"name": "wdeps", "jobs": [wf_job("a", "sleep", "600"),
+                                                     wf_job("b", requires=[("a", "COMPLETED")])]})
+    assert code == 201, wf
+    try:
+        running_tasks(d, aid, 1)
+        # task 1, not made (%1): made by its hold, HELD, a job of its own
+        code, out = d.api("POST", f"/v1/jobs/{aid}_1/hold")
+        assert code == 200 and out["acted"] == 1, out
+        task = d.job(f"{aid}_1")["id"]
+        assert d.job(task)["status"] == "HELD"
+        other = d.submit("true")
+        code, e = d.api("POST", f"/v1/jobs/{task}/update", {"after": [{"job": other}]})
+        assert code == 409, e
+        assert e["error"]["message"] == (f"job {task} is task 1 of array {aid}: its dependencies are the array's, "
+                                         "which held before it was made"), e
+        jobs = {j["name"]: j for j in d.api("GET", f"/v1/workflows/{wf['id']}")[1]["jobs"]}
+        b = jobs["b"]["job_id"]
+        assert d.job(b)["status"] == "PENDING"
+        code, e = d.api("POST", f"/v1/jobs/{b}/update", {"after": []})
+        assert code == 409 and f"job {b} is a workflow's job: its dependencies are the workflow's (its requires:)" \
+            in e["error"]["message"], e
+        assert d.job(b)["status"] == "PENDING" and d.job(task)["status"] == "HELD" and not d.job(task)["after"]
+    finally:
+        d.api("POST", f"/v1/workflows/{wf['id']}/cancel")
+        end_array(d, aid)
+        wait_wf(d, wf["id"])
+
+
+def test_an_ended_array_task_or_workflow_job_is_not_requeued(daemon):
+    """Slurm's requeue of an ended job is refused for a task of an array (its counts were taken)
+    and for a workflow's job (the workflow's state and what it required were): 409 saying so and
+    what to do; the job stays as it ended."""
+    d = daemon
+    aid = submit_array(d, "0", "true")["id"]
+    code, wf = wf_post(d, {"name": "wrq", "jobs": [wf_job("a")]})
+    assert code == 201, wf
+    assert wait_array(d, aid)["array"]["counts"] == {"COMPLETED": 1}
+    assert wait_wf(d, wf["id"])["state"] == "COMPLETED"
+    task = tasks_of(d, aid)[0]["id"]
+    code, e = d.api("POST", f"/v1/jobs/{task}/requeue")
+    assert code == 409 and f"job {task} is COMPLETED, task 0 of array {aid[:8]}: the array's counts and state " \
+        "were taken" in e["error"]["message"], e
+    wj = d.api("GET", f"/v1/workflows/{wf['id']}")[1]["jobs"][0]["job_id"]
+    p = d.rnx("job", "requeue", wj)
+    assert p.returncode == 1 and f"a job of workflow {wf['id'][:8]}: the workflow's state" in p.stderr, p.stderr
+    assert d.job(task)["status"] == "COMPLETED" and d.job(wj)["status"] == "COMPLETED"
+    assert d.job(aid)["array"]["counts"] == {"COMPLETED": 1}
+
+
+def test_tasks_of_an_array_waiting_task_by_task_are_released_only_whole(daemon):
+    """B waits for A task by task (--after=A:corr) and is held whole: releasing some of its tasks
+    is refused (409, naming the release of the whole array); the whole release is taken."""
+    d = daemon
+    a = submit_array(d, "0-1", "sleep", "600")["id"]
+    b = submit_array(d, "0-1", "true", after=[{"job": a, "state": "corr"}], hold=True)["id"]
+    try:
+        code, e = d.api("POST", f"/v1/jobs/{b}_[0]/release")
+        assert code == 409, e
+        assert e["error"]["message"] == (f"array {b}: its tasks wait task by task for their own tasks "
+                                         f"(--after=ARRAY:corr): they are released only with the whole array "
+                                         f"(rnx job release {b[:8]})"), e
+        assert d.job(b)["status"] == "HELD" and tasks_of(d, b) == []
+        assert d.api("POST", f"/v1/jobs/{b}/release")[0] == 200
+        assert d.job(b)["status"] != "HELD" and tasks_of(d, b) == []   # (its own tasks run)
+    finally:
+        end_array(d, b)
+        end_array(d, a)
