@@ -1,0 +1,265 @@
+"""The daemon's edges that a coverage run of the whole suite found no test reaching (gcov, every
+module; the list in the task that made this module): the refusals of the API's routes
+(src/api/routes.c, routes_slurm.c, body.c: the status, the field named and what would be accepted,
+and that nothing changed), the GPU admin's and the audit trail's queries on simulated GPUs, the
+daemon's command line (src/daemon/main.c) and its configuration file's values (src/core/config.c:
+the key named, what it must be, exit 2 before anything is touched).
+
+One daemon for the module (its tests leave it as they found it: every job they start is ended, a
+GPU taken offline is brought back); the command-line and configuration checks start no daemon.
+"""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, ROOT, Daemon, UnixHTTPConnection, need_root, submit_array, tasks_of, wait_array, wait_for
+
+JOBLET = os.path.join(BUILD, "joblet")
+FIX = os.path.join(ROOT, "tests", "fixtures")
+
+
+@pytest.fixture(scope="module")
+def d():
+    need_root()
+    dm = Daemon("server:\n  max_body_bytes: 4096\n"
+                f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n").start()
+    yield dm
+    dm.cleanup()
+
+
+def refused(answer, status, field, *says):
+    """answer (status, body) is an error of that status naming field (None: none), whose message
+    holds each of says."""
+    st, body = answer
+    assert st == status, answer
+    err = body["error"]
+    assert err.get("field") == field, answer
+    for s in says:
+        assert s in err["message"], answer
+
+
+def sleeper(d, **fields):
+    jid = d.submit("sleep", "300", **fields)
+    d.wait_status(jid, "RUNNING")
+    return jid
+
+
+def end(d, jid):
+    d.api("POST", f"/v1/jobs/{jid}/kill")
+    d.wait(jid)
+
+
+# -- bodies (src/api/body.c) ------------------------------------------------------------------
+
+def raw(d, method, path, body, chunked=False):
+    """One request with body (bytes) as it is: with no Content-Length but chunks where chunked
+    (its size unknown until it has all come). (status, JSON answer)."""
+    c = UnixHTTPConnection(d.sock)
+    try:
+        if chunked:
+            c.request(method, path, body=iter([body[i:i + 1000] for i in range(0, len(body), 1000)]),
+                      headers={"Content-Type": "application/json"}, encode_chunked=True)
+        else:
+            c.request(method, path, body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        c.close()
+
+
+def test_chunked_body_larger_than_max_body_bytes_is_413(d):
+    """A body of no announced length is read until it passes server.max_body_bytes, then refused
+    whole: 413 naming the setting and the way files go (a Content-Length over it is refused
+    before its body, elsewhere); nothing is made of it."""
+    n = d.job_count()
+    big = json.dumps({"command": "true", "env": {"PAD": "x" * 6000}}).encode()
+    refused(raw(d, "POST", "/v1/jobs", big, chunked=True), 413, None,
+            "larger than 4096 bytes (server.max_body_bytes)", "streamed upload")
+    assert d.job_count() == n
+
+
+def test_empty_body_where_one_is_read_is_400(d):
+    n = d.job_count()
+    refused(raw(d, "POST", "/v1/jobs", b""), 400, None, "not valid JSON: empty body")
+    assert d.job_count() == n
+
+
+# -- stop, cancel, kill with ?name, ?user, ?status (scancel -n, -u; src/api/routes.c) ----------
+
+def test_stop_with_a_name_an_owner_or_a_status_that_do_not_match_leaves_the_job(d):
+    named = sleeper(d, name="reach-named")
+    plain = sleeper(d)
+    try:
+        refused(d.api("POST", f"/v1/jobs/{named}/stop?user=bob"), 400, "user",
+                "user: 'bob' is not a uid; give a number, e.g. 1000")
+        st, body = d.api("POST", f"/v1/jobs/{named}/cancel?name=other")
+        assert st == 409 and body["error"]["message"] == \
+            f"job {named} is named 'reach-named', not 'other': left as it is", body
+        st, body = d.api("POST", f"/v1/jobs/{plain}/kill?name=other")
+        assert st == 409 and body["error"]["message"] == \
+            f"job {plain} has no name, and 'other' was asked for: left as it is", body
+        st, body = d.api("POST", f"/v1/jobs/{named}/stop?user=4242")
+        assert st == 409 and body["error"]["message"] == f"job {named} is uid 0's, not uid 4242's: left as it is", body
+        st, body = d.api("POST", f"/v1/jobs/{plain}/stop?status=QUEUED")
+        assert st == 409 and body["error"]["message"] == f"job {plain} is RUNNING now, not QUEUED: left as it is", body
+        for j in (named, plain):
+            assert d.job(j)["status"] == "RUNNING"
+        # and when they match, it acts
+        st, body = d.api("POST", f"/v1/jobs/{named}/kill?name=reach-named&user=0&status=RUNNING")
+        assert st == 200, body
+        assert d.wait(named)["status"] in ("STOPPED", "CANCELED")
+    finally:
+        end(d, named)
+        end(d, plain)
+
+
+def test_unknown_job_action_is_404(d):
+    jid = d.submit("true")
+    d.wait(jid)
+    st, body = d.api("POST", f"/v1/jobs/{jid}/explode")
+    assert st == 404 and body["error"]["message"] == f"no route POST /v1/jobs/{jid}/explode", body
+
+
+def test_action_without_options_refuses_a_body(d):
+    """An action that takes no options (a hold) refuses a body that is not empty, naming its
+    first key; one that takes query options (a stop) refuses a body that is not an object, saying
+    where the options go."""
+    jid = d.submit("sleep", "300", schedule_at="2034-01-01T00:00:00Z")
+    try:
+        refused(d.api("POST", f"/v1/jobs/{jid}/release", {"colour": "red"}), 400, "colour",
+                "colour: POST /v1/jobs/ID/release takes no options (no query, no body: send none, or {})")
+        refused(d.api("POST", f"/v1/jobs/{jid}/release", []), 400, None,
+                "POST /v1/jobs/ID/release takes no options (no query, no body: send none, or {})")
+        refused(d.api("POST", f"/v1/jobs/{jid}/stop", [1]), 400, None,
+                "POST /v1/jobs/ID/stop reads no request body (send none, or {}); its options go in the query: ")
+        assert d.job(jid)["status"] not in ("STOPPED", "CANCELED", "COMPLETED", "FAILED")
+    finally:
+        d.api("POST", f"/v1/jobs/{jid}/cancel")
+        d.wait(jid)
+
+
+# -- listing and logs ---------------------------------------------------------------------------
+
+def test_list_fields_refused_names_the_bad_one_and_the_keys(d):
+    refused(d.api("GET", "/v1/jobs?fields=id,,status"), 400, "fields",
+            "fields: an empty name in 'id,,status'; give keys of a job, comma-separated: ", "status")
+    refused(d.api("GET", "/v1/jobs?fields=id,colour"), 400, "fields",
+            "fields: 'colour' is not a key of a job; use some of: ", "status")
+    st, body = d.api("GET", "/v1/jobs?fields=id,status")
+    assert st == 200 and all(set(j) <= {"id", "status", "kind"} for j in body["jobs"]), body
+
+
+def test_log_options_refused(d):
+    jid = d.submit("true")
+    d.wait(jid)
+    refused(d.api("GET", f"/v1/jobs/{jid}/logs?stream=stdin"), 400, "stream",
+            "stream: 'stdin' is not accepted; use stdout, stderr or all")
+    refused(d.api("GET", f"/v1/jobs/{jid}/logs?since=yesterday"), 400, "since",
+            "since: 'yesterday' is not a time; give RFC 3339, e.g. 2026-11-22T15:00:00.5Z")
+
+
+# -- workflows -----------------------------------------------------------------------------------
+
+def test_workflow_routes_refused(d):
+    st, body = d.api("PUT", "/v1/workflows")
+    assert st == 404 and body["error"]["message"] == "no route PUT /v1/workflows; see docs/api.md", body
+    long = "w" * 200
+    st, body = d.api("GET", f"/v1/workflows/{long}")
+    assert st == 404 and body["error"]["message"] == \
+        f"no workflow '{'w' * 40}…': an id, a prefix or a name is shorter", body
+
+
+# -- arrays ----------------------------------------------------------------------------------------
+
+def test_array_refusals_and_a_signal_to_its_tasks(d):
+    a = submit_array(d, "0-1", "sh", "-c", "trap 'echo got-usr1; exit 0' USR1; sleep 300 & wait")
+    aid = a["id"]
+    try:
+        wait_for(lambda: sum(t["status"] == "RUNNING" for t in tasks_of(d, aid)) == 2,
+                 "both tasks to run")
+        for key, says in (("after", "dependencies"), ("after_any", "dependencies"), ("schedule_at", "start time")):
+            refused(d.api("POST", f"/v1/jobs/{aid}/update", {key: "2034-01-01T00:00:00Z"}), 400, key,
+                    f"{key}: array {aid}: an array's {says} cannot change once it is submitted",
+                    "cancel the array and submit it again")
+        refused(d.api("POST", f"/v1/jobs/{aid}/update"), 400, None, "not valid JSON: empty body")
+        st, body = d.api("DELETE", f"/v1/jobs/{aid}_[0-1]")
+        assert st == 400 and body["error"]["message"] == \
+            f"an array is deleted whole (rnx job delete {aid[:8]}), once every task ended", body
+        refused(d.api("POST", f"/v1/jobs/{aid}/kill?signal=NOPE"), 400, "signal")
+        assert d.job(aid)["status"] == "RUNNING"
+        # a signal (not a kill): the running tasks hear it, and end as they choose
+        st, body = d.api("POST", f"/v1/jobs/{aid}/kill?signal=USR1")
+        assert st == 200 and body["acted"] == 2, body
+        for t in tasks_of(d, aid):
+            assert d.wait(t["id"])["status"] == "COMPLETED"
+            assert d.output(t["id"]) == "got-usr1\n"
+    finally:
+        d.api("POST", f"/v1/jobs/{aid}/kill")
+        wait_array(d, aid)
+
+
+# -- GPU admin and the audit trail (simulated GPUs: the dgx-h100 fixture) ----------------------------
+
+def gpu_state(d, i):
+    st, body = d.api("GET", "/v1/gpus")
+    assert st == 200, body
+    return [g for g in body["gpus"] if g["index"] == i][0]["state"]
+
+
+def test_gpu_admin_refusals(d):
+    refused(d.api("POST", "/v1/gpus/0/reboot"), 404, None, "no GPU action 'reboot': use drain, offline or online")
+    refused(d.api("POST", "/v1/gpus/0/drain", {"force": "yes"}), 400, "force", "force: must be true or false")
+    refused(d.api("POST", "/v1/gpus/0/drain", ["force"]), 400, "force", "force: must be true or false")
+    assert gpu_state(d, 0) == "available"
+    st, body = d.api("POST", "/v1/gpus/0/offline", {"force": False})
+    assert st == 200 and body["state"] == "offline", body
+    try:
+        # a drain of a GPU out of service would put it back in part: refused, it stays offline
+        st, body = d.api("POST", "/v1/gpus/0/drain")
+        assert st == 409 and body["error"]["message"] == \
+            "GPU 0 is offline (taken offline by uid 0); bring it online first", body
+        assert gpu_state(d, 0) == "offline"
+    finally:
+        st, body = d.api("POST", "/v1/gpus/0/online")
+        assert st == 200 and body["state"] == "available", body
+
+
+def test_audit_queries_by_uid_name_and_rfc3339_times(d):
+    for action in ("drain", "online"):   # records of root's, whatever ran before
+        st, body = d.api("POST", f"/v1/gpus/1/{action}")
+        assert st == 200, body
+    refused(d.api("GET", "/v1/audit?user=no-such-user-zq"), 400, "user",
+            "user: 'no-such-user-zq' is neither a user name nor a uid")
+    # a uid with no account is still a uid (records of a user since deleted)
+    st, body = d.api("GET", "/v1/audit?user=3999999")
+    assert st == 200 and body["records"] == [], body
+    st, body = d.api("GET", "/v1/audit?user=root&since=2000-01-01T00:00:00Z&until=2099-01-01T00:00:00Z")
+    assert st == 200, body
+    mine = body["records"]
+    assert mine and all(r["uid"] == 0 for r in mine), body
+    st, body = d.api("GET", "/v1/audit?user=root&since=2099-01-01T00:00:00Z")
+    assert st == 200 and body["records"] == [], body
+    refused(d.api("GET", "/v1/audit?since=monday"), 400, "since", "since: 'monday' is not a time; give RFC 3339")
+
+
+# -- Slurm tasks' bodies (src/api/routes_slurm.c) ------------------------------------------------------
+
+@pytest.mark.parametrize("field,value,says", [
+    ("argv", [], "argv: must be the task's command line, a non-empty list of strings"),
+    ("env", "A=1", "env: must be a list of \"NAME=value\" strings"),
+    ("gpus", "/dev/nvidia0", "gpus: must be a list of device nodes (\"/dev/nvidia0\")"),
+    ("task_gpus", {"a": 1}, "task_gpus: must be a list of device nodes (\"/dev/nvidia0\")"),
+    ("tty", "yes", "tty: must be true or false"),
+    ("slurm", {"job": "x"}, "slurm: must be {\"job\": J, \"step\": \"S\", \"task\": T, \"uid\": U}"),
+])
+def test_slurm_task_body_refused_names_its_field(d, field, value, says):
+    """Checked before anything else of the task (its caller's cgroup, 403 for this test's):
+    400 naming the field and what it must be; no job made."""
+    n = d.job_count()
+    body = {"argv": ["true"], "env": []}
+    body[field] = value
+    refused(d.api("POST", "/v1/slurm/tasks", body), 400, field, says)
+    assert d.job_count() == n
