@@ -1108,7 +1108,8 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
     const char *slash = strchr(rest, '/');
     snprintf(id, sizeof id, "%.*s", (int)(slash - rest < (long)sizeof id ? slash - rest : (long)sizeof id - 1), rest);
     const char *action = slash + 1;
-    if (strcmp(action, "drain") && strcmp(action, "offline") && strcmp(action, "online")) {
+    enum gpu_event ev;
+    if (gpu_admin_action_parse(action, &ev) < 0) {
         jerr_http(&e, 404, "no GPU action '%s': use drain, offline or online", action);
         return http_reply_error(r->conn, &e);
     }
@@ -1136,7 +1137,7 @@ static enum MHD_Result gpu_admin(request *r, const char *rest)
         force = json_is_true(f);
         json_decref(b);
     }
-    json_t *done = gpu_admin_action(i, action, force, r->who.uid, &e);
+    json_t *done = gpu_admin_action(i, ev, force, r->who.uid, &e);
     if (!done)
         return http_reply_error(r->conn, &e);
     settle(); /* the GPU as it is now: a job that waited for it may hold it */

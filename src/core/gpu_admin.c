@@ -14,13 +14,8 @@
 #include "gpu_health.h"
 #include "state.h"
 
-json_t *gpu_admin_action(int i, const char *action, bool force, uid_t by, jerr *e)
+json_t *gpu_admin_action(int i, enum gpu_event ev, bool force, uid_t by, jerr *e)
 {
-    enum gpu_event ev;
-    if (gpu_admin_action_parse(action, &ev) < 0) {
-        jerr_http(e, 404, "no GPU action '%s': use drain, offline or online", action);
-        return NULL;
-    }
     job *js[64];
     size_t n = gpu_health_jobs_on(i, js, 64);
     const gpu_service *h = gpu_service_get(i);
