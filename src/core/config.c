@@ -504,13 +504,45 @@ static int check_values(const config *c, const char *file, jerr *e)
     return 0;
 }
 
+/* Whether the file holds no YAML document (libfyaml builds none of it): only blank lines and
+ * comments, as an emptied /etc/joblet/joblet.yml or one with every setting commented out; 0 when
+ * it holds something, -1 (errno) when it cannot be read. */
+static int config_blank(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char line[1024];
+    bool blank = true, start = true;
+    errno = 0;
+    while (blank && fgets(line, sizeof line, f)) {
+        /* (a line longer than the buffer goes on in the next read: only its start is looked at) */
+        const char *p = line + strspn(line, " \t\r\n");
+        if (start)
+            blank = !*p || *p == '#';
+        start = strchr(line, '\n') != NULL;
+    }
+    int err = ferror(f) ? (errno ? errno : EIO) : 0; /* (a directory: EISDIR) */
+    fclose(f);
+    if (err)
+        return errno = err, -1;
+    return blank;
+}
+
 int config_load(config *c, const char *path, jerr *e)
 {
     struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET};
-    struct fy_document *doc = fy_document_build_from_file(&cfg, path);
-    if (!doc)
-        return jerr_set(e, EINVAL, "%s: cannot read or parse this YAML file", path);
-    struct fy_node *root = fy_document_root(doc);
+    struct fy_document *doc = NULL;
+    /* an empty file is no settings, all defaults (libfyaml builds no document of it, and said
+     * "cannot parse" of an emptied or all-commented joblet.yml) */
+    int blank = config_blank(path);
+    if (blank < 0)
+        return jerr_set(e, errno, "%s: cannot read this file: %s", path, strerror(errno));
+    if (!blank && !(doc = fy_document_build_from_file(&cfg, path)))
+        return jerr_set(e, EINVAL, "%s: cannot parse this YAML file", path);
+    struct fy_node *root = doc ? fy_document_root(doc) : NULL;
+    if (root && fy_node_is_null(root))
+        root = NULL; /* "---" alone: a document of no settings */
     int rc = 0;
     if (root && !fy_node_is_mapping(root))
         rc = jerr_set(e, EINVAL, "%s: the top level must be a mapping of settings", path);
@@ -518,6 +550,7 @@ int config_load(config *c, const char *path, jerr *e)
         rc = walk(c, root, "", path, e);
     if (rc == 0)
         rc = check_values(c, path, e);
-    fy_document_destroy(doc);
+    if (doc)
+        fy_document_destroy(doc);
     return rc;
 }

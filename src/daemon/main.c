@@ -419,20 +419,21 @@ static int probe_gpus(const char *backend)
 {
     jerr e = {0};
     if (*backend) {
-        /* here fixture is a backend too (gpu.backends has no place for it: gpu.fixture) */
-        if (strcmp(backend, "nvml") && strcmp(backend, "proc") && strcmp(backend, "smi") && strcmp(backend, "fixture")) {
-            fprintf(stderr, "joblet: --probe-gpus: '%s' is not a backend; use nvml, proc, smi or fixture\n", backend);
-            return 2;
-        }
+        /* here fixture is a backend too (gpu.backends has no place for it: gpu.fixture); the
+         * list is emptied first, so adding one fails only for a name that is not a backend */
         core.cfg.gpu.nbackends = 0;
-        core.cfg.gpu.fixture[0] = strcmp(backend, "fixture") == 0 ? core.cfg.gpu.fixture[0] : 0;
-        if (strcmp(backend, "fixture") != 0 && gpu_config_add_backend(&core.cfg.gpu, backend, &e) < 0) {
-            fprintf(stderr, "joblet: --probe-gpus: %s\n", e.msg);
-            return 2;
-        }
-        if (strcmp(backend, "fixture") == 0 && !*core.cfg.gpu.fixture) {
-            fprintf(stderr, "joblet: --probe-gpus=fixture needs gpu.fixture in the configuration\n");
-            return 2;
+        if (strcmp(backend, "fixture") == 0) {
+            if (!*core.cfg.gpu.fixture) {
+                fprintf(stderr, "joblet: --probe-gpus=fixture needs gpu.fixture in the configuration\n");
+                return 2;
+            }
+        } else {
+            core.cfg.gpu.fixture[0] = 0;
+            if (gpu_config_add_backend(&core.cfg.gpu, backend, &e) < 0) {
+                fprintf(stderr, "joblet: --probe-gpus: '%s' is not a backend; use nvml, proc, smi or fixture\n",
+                        backend);
+                return 2;
+            }
         }
     }
     gpu_discover(&core.cfg.gpu, &core.gpu);

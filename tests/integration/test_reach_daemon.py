@@ -175,11 +175,11 @@ def test_workflow_routes_refused(d):
 # -- arrays ----------------------------------------------------------------------------------------
 
 def test_array_refusals_and_a_signal_to_its_tasks(d):
-    a = submit_array(d, "0-1", "sh", "-c", "trap 'echo got-usr1; exit 0' USR1; sleep 300 & wait")
+    a = submit_array(d, "0-1", "sh", "-c", "trap 'echo got-usr1; exit 0' USR1; echo ready; sleep 300 & wait")
     aid = a["id"]
     try:
-        wait_for(lambda: sum(t["status"] == "RUNNING" for t in tasks_of(d, aid)) == 2,
-                 "both tasks to run")
+        wait_for(lambda: [d.output(t["id"]) for t in tasks_of(d, aid)] == ["ready\n"] * 2,
+                 "both tasks to run, their trap set")
         for key, says in (("after", "dependencies"), ("after_any", "dependencies"), ("schedule_at", "start time")):
             refused(d.api("POST", f"/v1/jobs/{aid}/update", {key: "2034-01-01T00:00:00Z"}), 400, key,
                     f"{key}: array {aid}: an array's {says} cannot change once it is submitted",
@@ -195,7 +195,7 @@ def test_array_refusals_and_a_signal_to_its_tasks(d):
         assert st == 200 and body["acted"] == 2, body
         for t in tasks_of(d, aid):
             assert d.wait(t["id"])["status"] == "COMPLETED"
-            assert d.output(t["id"]) == "got-usr1\n"
+            assert d.output(t["id"]) == "ready\ngot-usr1\n"
     finally:
         d.api("POST", f"/v1/jobs/{aid}/kill")
         wait_array(d, aid)
@@ -263,3 +263,115 @@ def test_slurm_task_body_refused_names_its_field(d, field, value, says):
     body[field] = value
     refused(d.api("POST", "/v1/slurm/tasks", body), 400, field, says)
     assert d.job_count() == n
+
+
+# -- the daemon's command line (src/daemon/main.c) and its configuration's values (src/core/config.c) --
+
+def joblet(*args, user=None, timeout=60):
+    pre = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if user == "nobody" else []
+    return subprocess.run([*pre, JOBLET, *args], capture_output=True, text=True, timeout=timeout,
+                          env={"PATH": "/usr/bin:/bin"})
+
+
+def conf(tmp_path, text):
+    p = tmp_path / "c.yml"
+    p.write_text(text)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(p, 0o644)
+    return str(p)
+
+
+def test_command_line_refusals(tmp_path):
+    empty = conf(tmp_path, "")
+    p = joblet("--version")
+    assert p.returncode == 0 and p.stdout.startswith("joblet ") and p.stderr == "", p
+    for args, says in ((["--frobnicate"], "joblet: unknown or incomplete option '--frobnicate'; see 'joblet --help'"),
+                       (["--config"], "joblet: unknown or incomplete option '--config'; see 'joblet --help'"),
+                       (["--config", empty, "serve"], "joblet: unexpected argument 'serve'"),
+                       (["--config", empty, "--output", "x.json"], "joblet: --output is for 'joblet cdi generate'"),
+                       (["--config", empty, "--log-level", "loud"],
+                        "joblet: --log-level: 'loud' must be one of error, warn, info, debug"),
+                       (["--config", empty, "--probe-gpus=fixture"],
+                        "joblet: --probe-gpus=fixture needs gpu.fixture in the configuration")):
+        p = joblet(*args)
+        assert p.returncode == 2 and p.stderr == says + "\n" and p.stdout == "", (args, p)
+    assert not os.path.exists(os.path.join(tmp_path, "x.json"))
+
+
+def test_not_root_is_refused_before_anything(tmp_path):
+    need_root()
+    state = tmp_path / "state"
+    p = joblet("--config", "/dev/null", "--state-dir", str(state), "--socket", str(tmp_path / "s.sock"), user="nobody")
+    assert p.returncode == 1, p
+    assert p.stderr == "joblet: must run as root: it creates namespaces, cgroups and mounts for jobs\n", p
+    assert not state.exists() and not (tmp_path / "s.sock").exists()
+
+
+def test_a_second_joblet_on_the_socket_is_refused_and_the_first_answers_on(d, tmp_path):
+    """Before the state is touched: the second one's state directory is never made, and the
+    first one's socket still answers."""
+    state = tmp_path / "state"
+    c = conf(tmp_path, f"cgroup:\n  root: joblet-it-second-{os.getpid()}\n")
+    p = joblet("--config", c, "--state-dir", str(state), "--socket", d.sock)
+    assert p.returncode == 1, p
+    assert f"another joblet is already listening on {d.sock}" in p.stderr, p
+    assert not state.exists()
+    assert d.api("GET", "/v1/version")[0] == 200
+
+
+@pytest.mark.parametrize("text,says", [
+    ("server:\n  socket_mode: \"0999\"\n", "server.socket_mode: '0999' must be an octal mode such as \"0660\""),
+    ("log_level: loud\n", "log_level: 'loud' must be one of error, warn, info, debug"),
+    ("gpu:\n  strategy: random\n", "gpu.strategy: 'random' must be topology, pack or spread"),
+    ("gpu:\n  cuda_paths: [relative/lib]\n",
+     "gpu.cuda_paths: 'relative/lib' must be an absolute path shorter than 256 characters"),
+    ("gpu:\n  cuda_paths: [" + ",".join(f"/p{i}" for i in range(9)) + "]\n", "gpu.cuda_paths: at most 8 paths"),
+    ("remote:\n  listen: [" + ",".join(f"\"127.0.0.1:{7000 + i}\"" for i in range(5)) + "]\n",
+     "remote.listen: at most 4 addresses"),
+    ("remote:\n  users:\n" + "".join(f"    p{i}: a{i}\n" for i in range(257)), "remote.users: at most 256 people"),
+    ("server:\n  max_body_bytes: 100\n", "server.max_body_bytes: '100' must be at least 4096 bytes"),
+    ("cgroup:\n  root: \"\"\n", "cgroup.root: must be a non-empty string shorter than 64 characters"),
+    ("cgroup:\n  root: " + "r" * 64 + "\n", "cgroup.root: must be a non-empty string shorter than 64 characters"),
+])
+def test_configuration_values_refused(tmp_path, text, says):
+    """A wrong value stops joblet at once, exit 2, naming the file, the key and what it must be;
+    the state directory is not made."""
+    c = conf(tmp_path, text)
+    state = tmp_path / "state"
+    p = joblet("--config", c, "--state-dir", str(state), "--socket", str(tmp_path / "s.sock"))
+    assert p.returncode == 2 and p.stderr == f"joblet: {c}: {says}\n", p
+    assert not state.exists()
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "no", "false", "auto"])
+def test_configuration_tristate_spellings_accepted(tmp_path, value):
+    """gpu.enabled takes yes/true, no/false and auto: the configuration is read whole (the next
+    check, of --log-level, is the one that refuses)."""
+    c = conf(tmp_path, f"gpu:\n  enabled: {value}\n")
+    p = joblet("--config", c, "--log-level", "loud")
+    assert p.returncode == 2 and p.stderr == "joblet: --log-level: 'loud' must be one of error, warn, info, debug\n", p
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# every setting commented out\n#log_level: debug\n  # server:\n", "---\n"])
+def test_configuration_file_of_no_settings_is_all_defaults(tmp_path, text):
+    """An emptied joblet.yml, or one with every setting commented out, holds no YAML document:
+    it is no settings, the defaults (was: "cannot read or parse this YAML file", exit 2, and
+    libfyaml's own "[ERR]" line: joblet did not start)."""
+    c = conf(tmp_path, text)
+    p = joblet("--config", c, "--log-level", "loud")
+    assert p.returncode == 2 and p.stderr == "joblet: --log-level: 'loud' must be one of error, warn, info, debug\n", p
+
+
+def test_configuration_file_unreadable_or_not_yaml(tmp_path):
+    p = joblet("--config", str(tmp_path / "none.yml"), "--log-level", "loud")
+    assert p.returncode == 2 and p.stderr == \
+        f"joblet: {tmp_path}/none.yml: cannot read this file: No such file or directory\n", p
+    p = joblet("--config", str(tmp_path), "--log-level", "loud")
+    assert p.returncode == 2 and p.stderr == f"joblet: {tmp_path}: cannot read this file: Is a directory\n", p
+    c = conf(tmp_path, "log_level: [debug\n")
+    p = joblet("--config", c, "--log-level", "loud")
+    assert p.returncode == 2 and p.stderr.endswith(f"joblet: {c}: cannot parse this YAML file\n"), p
+    for text in ("log_level\n", "[1, 2]\n"):
+        c = conf(tmp_path, text)
+        p = joblet("--config", c, "--log-level", "loud")
+        assert p.returncode == 2 and p.stderr == f"joblet: {c}: the top level must be a mapping of settings\n", p
