@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+import certs as certs_py
 from conftest import BUILD, free_port
 
 JOBLET = os.path.join(BUILD, "joblet")
@@ -460,6 +461,84 @@ def test_a_replaced_certificate_stays_listed_and_revocable(pki):
     rows = {r[3]: r for r in list_rows(pki)}
     assert rows[new][5] == "made by a replaced CA (not accepted)"
     assert sorted(r[5] for r in rows.values() if r[0] == "ca") == ["replaced (not accepted)", "valid"]
+
+
+def test_more_bad_command_lines(pki):
+    """Each refused with exit 2 and what would be accepted, nothing written."""
+    before = sorted(os.listdir(pki))
+    refused(cert("list", "--dir", ok=False), 2, "joblet cert list: --dir needs a value; see joblet cert list --help")
+    refused(cert("list", "--dir", pki, "--colour", ok=False), 2,
+            "joblet cert list: unknown option '--colour'; see joblet cert list --help")
+    refused(cert("list", "--dir", pki, "extra", ok=False), 2,
+            "joblet cert list: unexpected argument 'extra'; see joblet cert list --help")
+    refused(cert("revoke", "--dir", pki, "alice", "bob", ok=False), 2,
+            "joblet cert revoke: unexpected argument 'bob'")
+    refused(cert("list", "--dir", "", ok=False), 2, "joblet cert list: --dir: empty; name the CA's directory")
+    sans = [a for i in range(33) for a in ("--san", f"n{i}.example.com")]
+    refused(cert("server", "--dir", pki, "--name", "n", *sans, ok=False), 2,
+            "joblet cert server: --san: more than 32; give at most 32 names")
+    refused(cert("server", "--dir", pki, "--name", "n", "--san", ",".join(f"n{i}" for i in range(33)), ok=False),
+            2, "--san: more than 32 names; give at most 32")
+    refused(cert("server", "--dir", pki, "--name", "n", "--san", "a" * 300, ok=False), 2,
+            "--san: an item is longer than 253 characters")
+    refused(cert("server", "--dir", pki, "--name", ".".join(["a" * 20] * 4), "--san", "x", ok=False), 2,
+            "--name: longer than 64 characters, the most a certificate's CN holds; give a shorter name and the long "
+            "one in --san")
+    assert sorted(os.listdir(pki)) == before
+
+
+def test_a_damaged_ca_is_refused_naming_its_file(pki):
+    """A CA directory whose ca.pem or ca-key.pem was damaged or swapped signs nothing: exit 1,
+    the file named and what is wrong with it; no certificate is written."""
+    ca, key = os.path.join(pki, "ca.pem"), os.path.join(pki, "ca-key.pem")
+    good_ca, good_key = open(ca, "rb").read(), open(key, "rb").read()
+
+    def issue():
+        return cert("client", "--dir", pki, "--user", "bob", "--role", "reader", "--address", "h:1", ok=False)
+
+    damage = [
+        (ca, b"not a certificate\n", f"{pki}/ca.pem is not a PEM certificate"),
+        (ca, open(os.path.join(pki, "server.pem"), "rb").read(),
+         f"{pki}/ca.pem is not a CA's certificate (no basicConstraints CA:TRUE)"),
+        (key, None, f"read {pki}/ca-key.pem, the CA's key"),
+        (key, b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+         f"{pki}/ca-key.pem is not an unencrypted PEM private key"),
+        (key, open(os.path.join(pki, "alice-key.pem"), "rb").read(), f"{pki}/ca-key.pem is not the key of {pki}/ca.pem"),
+    ]
+    for path, text, says in damage:
+        if text is None:
+            os.unlink(path)
+        else:
+            with open(path, "wb") as f:
+                f.write(text)
+        refused(issue(), 1, says)
+        assert not os.path.exists(os.path.join(pki, "bob.pem"))
+        for p, t in ((ca, good_ca), (key, good_key)):
+            with open(p, "wb") as f:
+                f.write(t)
+            os.chmod(p, 0o600 if p == key else 0o644)
+    assert issue().returncode == 0   # mended: it signs again
+
+
+def test_a_certificate_ends_with_its_ca(tmp_path):
+    """A CA of 2 days signs a client's certificate for 30: the certificate ends when the CA does
+    (a chain is not valid past its CA), and joblet cert says so."""
+    d = str(tmp_path / "pki")
+    cert("init", "--dir", d, "--days", "2")
+    p = cert("client", "--dir", d, "--user", "bob", "--role", "reader", "--address", "h:1", "--days", "30")
+    assert "joblet cert client: note: the CA expires on " in p.stderr, p.stderr
+    assert "before the days asked for" in p.stderr
+    assert abs((not_after(os.path.join(d, "bob.pem")) - not_after(os.path.join(d, "ca.pem"))).total_seconds()) <= 1
+    assert days_left(os.path.join(d, "bob.pem")) < 2.01
+
+
+def test_list_says_expired(pki):
+    """A certificate of the CA's past its end (made here by certtool with the CA's key: joblet
+    cert makes none that has ended) is listed as expired."""
+    certs_py.client(pki, "olduser", "reader", expired=True)
+    rows = {r[1]: r for r in list_rows(pki)}
+    assert rows["olduser"][5] == "expired", rows
+    assert rows["alice"][5] == "valid"
 
 
 # ---- help ---------------------------------------------------------------------------------
