@@ -44,7 +44,8 @@ def sim_sys(tmp, name, sockets, cores, threads):
 
 FAKE_SCONTROL = r'''#!/usr/bin/python3
 # A fake scontrol for one node: its state in STATE (JSON), each call appended to CALLS.
-# BEHAVE (a file, optional): "hang", "fail", or "slow" (each call takes 0.3 s).
+# BEHAVE (a file, optional): "hang", "fail", "slow" (each call takes 0.3 s), or "nostate" (a show
+# that prints no State=).
 import json, os, sys, time
 d = os.path.dirname(os.path.abspath(__file__))
 behave = open(os.path.join(d, "behave")).read().strip() if os.path.exists(os.path.join(d, "behave")) else ""
@@ -62,6 +63,8 @@ try:
         time.sleep(3600)
     if behave == "slow":
         time.sleep(0.3)
+    if behave == "nostate":
+        print("slurm_load_node: something else entirely"); sys.exit(0)
     if behave == "fail":
         print("slurm_load_node error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
         sys.exit(1)
@@ -396,6 +399,42 @@ def test_timeout_retry_and_one_at_a_time(slurm_node):
     # the GPUs' own state never waited for Slurm
     code, g = d.api("GET", "/v1/gpus")
     assert [x["state"] for x in g["gpus"]] == ["available"] * 4
+
+
+def test_scontrol_that_says_no_state_or_cannot_start_is_recorded_and_retried(slurm_node):
+    """A `show node` with no State= in it, and an scontrol that cannot be started, are each
+    recorded (the log, the audit trail) with what went wrong, and tried again at slurm.retry_s:
+    the node is drained, then resumed, once scontrol works again. A drain that is there already,
+    with joblet's reason (after a restart), is left as it is: no update."""
+    d, node = slurm_node(retry_s=1)
+    node.behave("nostate")
+    d.rnx("gpu", "offline", "0", check=True)
+    node.wait(lambda: "slurm node n1: scontrol show node said no State= (\"slurm_load_node: something else entirely"
+              in d.log(), "the answer without State= recorded")
+    assert "tried again in 1 s" in d.log() and node.updates() == []
+    node.behave("")
+    node.wait(lambda: node.state()["state"] == "IDLE+DRAIN", "drained on a retry")
+    reason = node.state()["reason"]
+    assert reason == "joblet: GPU 0 offline: taken offline by uid 0", reason
+    # restarted: the GPU is still offline, the node drained with joblet's very reason
+    n = len(node.updates())
+    d.stop()
+    d.start()
+    node.wait(lambda: "slurm node n1: already drained with joblet's reason" in d.log(), "the drain found as it is")
+    assert len(node.updates()) == n and node.state()["reason"] == reason
+    sc = node.d / "scontrol"
+    os.chmod(sc, 0o644)
+    try:
+        d.rnx("gpu", "online", "0", check=True)
+        node.wait(lambda: f"slurm node n1: {sc} could not start: Permission denied; tried again in 1 s" in d.log(),
+                  "the failed start recorded")
+        assert node.state()["state"] == "IDLE+DRAIN"
+    finally:
+        os.chmod(sc, 0o755)
+    node.wait(lambda: node.state()["state"] == "IDLE", "resumed on a retry")
+    code, a = d.api("GET", "/v1/audit")
+    details = [r["detail"] for r in a["records"] if r["action"] == "slurm"]
+    assert any("could not start" in x for x in details) and any("said no State=" in x for x in details), details
 
 
 def test_bad_slurm_configuration_names_the_key(fresh_daemon):
