@@ -375,3 +375,58 @@ def test_configuration_file_unreadable_or_not_yaml(tmp_path):
         c = conf(tmp_path, text)
         p = joblet("--config", c, "--log-level", "loud")
         assert p.returncode == 2 and p.stderr == f"joblet: {c}: the top level must be a mapping of settings\n", p
+
+
+def test_metrics_port_taken_stops_the_start_naming_it_and_a_later_start_works(fresh_daemon):
+    """metrics.listen on a port another process holds: joblet does not start (exit 1), the log
+    names the setting, the address and why; once the port is free the same state starts."""
+    import socket
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen(1)
+    port = held.getsockname()[1]
+    dm = fresh_daemon(f"metrics:\n  listen: 127.0.0.1:{port}\n", start=False)
+    try:
+        with pytest.raises(RuntimeError):
+            dm.start()
+        assert dm.proc.wait(timeout=30) == 1
+        assert f"metrics.listen: cannot listen on 127.0.0.1:{port}: Address already in use" in dm.log(), dm.log()
+    finally:
+        held.close()
+    dm.start()
+    wait_for(lambda: "# TYPE" in metrics_over_tcp(port), "the metrics listener to answer")
+
+
+def metrics_over_tcp(port):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        c.request("GET", "/metrics")
+        return c.getresponse().read().decode()
+    except OSError:
+        return ""
+    finally:
+        c.close()
+
+
+def test_an_idle_event_stream_is_pinged_and_stays_live(d):
+    """Nothing happens for EVENTS_PING_S (15 s): the stream gets a comment line (": ping", which
+    keeps proxies from closing it; SSE clients skip it), and events still come on it after."""
+    from sse import Stream
+    ev = Stream(d.sock)
+    try:
+        assert ev.status == 200 and ev.next()[0] == "hello"
+        deadline = time.time() + 60
+        while b": ping\n\n" not in ev.body:
+            assert time.time() < deadline, ev.body
+            ev.s.settimeout(max(0.1, deadline - time.time()))
+            got = ev.s.recv(65536)
+            assert got, "the stream closed"
+            ev.buf += got
+            ev._dechunk()
+        jid = d.submit("true")
+        kinds = [k for k, data, _ in ev.until(lambda k, data: (data or {}).get("id") == jid, timeout=60)]
+        assert kinds, kinds
+        d.wait(jid)
+    finally:
+        ev.close()
