@@ -1,12 +1,14 @@
 """The daemon's edges that a coverage run of the whole suite found no test reaching (gcov, every
-module; the list in the task that made this module): the refusals of the API's routes
+module): untested behaviour is where bugs hide. Here: the refusals of the API's routes
 (src/api/routes.c, routes_slurm.c, body.c: the status, the field named and what would be accepted,
-and that nothing changed), the GPU admin's and the audit trail's queries on simulated GPUs, the
-daemon's command line (src/daemon/main.c) and its configuration file's values (src/core/config.c:
-the key named, what it must be, exit 2 before anything is touched).
+and that nothing changed), the GPU admin's and the audit trail's queries on simulated GPUs, an idle
+event stream's ping, the daemon's command line (src/daemon/main.c), its configuration file's
+values and an empty file (src/core/config.c: the key named, what it must be, exit 2 before
+anything is touched) and a metrics port taken at start.
 
 One daemon for the module (its tests leave it as they found it: every job they start is ended, a
-GPU taken offline is brought back); the command-line and configuration checks start no daemon.
+GPU taken offline is brought back); the command-line and configuration checks start no daemon, the
+metrics one a daemon of its own.
 """
 import json
 import os
