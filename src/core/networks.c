@@ -920,7 +920,9 @@ static int check_room(const char *cidr, const netaddr_cidr *nc, const caller *c,
         for (size_t i = 0; i < nnets; i++)
             mine += !nets[i]->builtin && nets[i]->owner_uid == c->uid;
         if (mine >= core.cfg.net_max_per_user)
-            return jerr_http(e, 429, "you own %u networks, the most network.max_per_user allows", mine);
+            return jerr_http(e, 429, "you own %u network%s, the most network.max_per_user (%u) allows; remove one "
+                                     "first (rnx network remove NAME)",
+                             mine, mine == 1 ? "" : "s", (unsigned)core.cfg.net_max_per_user);
     }
     if (nnets >= NETWORKS_MAX)
         return jerr_http(e, 429, "joblet keeps at most %d networks", NETWORKS_MAX);
@@ -1001,13 +1003,12 @@ static const char *first_user(const char *one, uint32_t using, char *out, size_t
 int networks_remove(const char *name, const caller *c, jerr *e)
 {
     network *n = find(name);
+    /* (another user's is not visible: only its owner and admins, who may remove it, see it) */
     if (!n || !networks_visible(n, c))
         return jerr_http(e, 404, "no network '%.40s' (rnx network list)", name);
     if (n->builtin)
         return jerr_http(e, 409, "network %s is built in (network.%s_cidr): it cannot be removed", n->name,
                         is_isolated(n) ? "isolated" : "bridge");
-    if (!authz_may_on(c, AUTHZ_OTHERS_NETWORKS, n->owner_uid))
-        return jerr_http(e, 403, "network %s is another user's; only its owner and admins may remove it", n->name);
     uint32_t using = 0;
     const char *one = NULL;
     char shown[40];
