@@ -1057,6 +1057,53 @@ static int rows_in_seq_order(db *d, size_t *n)
     return rc == SQLITE_DONE ? in_order : -1;
 }
 
+/* A job whose stored request or secret environment cannot be read (a damaged row, one written by
+ * hand): one that has not started yet never runs as something other than it was asked (without
+ * its command, or without its secrets: it ran with an empty command, failing "exec: : No such
+ * file or directory", or without the secrets a release then gave it none of). It ends FAILED
+ * at load, saying why (unreadable_write); one with a process is left to it (its secrets were handed to it at its start), as is an ended one. */
+static bool unreadable_end(db_job *j, const char *why)
+{
+    if (job_state_terminal(j->state) || j->shim_pid ||
+        !(j->state == JS_PENDING || j->state == JS_HELD || job_state_waiting(j->state)))
+        return false;
+    log_err("job %s (%s): %s; it ends FAILED without running", j->id, job_state_name(j->state), why);
+    j->state = JS_FAILED;
+    j->ended_ms = now_ms();
+    free(j->end_reason);
+    j->end_reason = xstrdup("start_failed");
+    free(j->error);
+    j->error = xprintf("joblet cannot run it: %s", why);
+    return true;
+}
+
+/* The rows unreadable_end ended, written so (after the walk that read them): a next start reads
+ * them ended (it refused to start over a HELD job's damaged sealed value, as over a lost key).
+ * Not written: said, and each start decides so again from the row. */
+static void unreadable_write(db *d, db_job *ended, size_t n)
+{
+    sqlite3_stmt *u = NULL;
+    jerr e = {0};
+    if (begin(d) < 0 || sqlite3_prepare_v2(d->h, "UPDATE jobs SET state='FAILED', ended_ms=?2, end_reason=?3, "
+                                                 "error=?4 WHERE id=?1", -1, &u, NULL) != SQLITE_OK)
+        jerr_set(&e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    for (size_t i = 0; i < n && !e.msg[0]; i++) {
+        sqlite3_reset(u);
+        sqlite3_bind_text(u, 1, ended[i].id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(u, 2, ended[i].ended_ms);
+        sqlite3_bind_text(u, 3, ended[i].end_reason, -1, SQLITE_STATIC);
+        sqlite3_bind_text(u, 4, ended[i].error, -1, SQLITE_STATIC);
+        if (sqlite3_step(u) != SQLITE_DONE)
+            jerr_set(&e, EIO, "database: %s", sqlite3_errmsg(d->h));
+    }
+    sqlite3_finalize(u);
+    if (!e.msg[0])
+        db_flush(d, &e);
+    if (e.msg[0])
+        log_warn("the %zu job%s ended at load as unreadable not written so (the next start decides again): %s", n,
+                 n == 1 ? "" : "s", e.msg);
+}
+
 int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r, void *arg), void *arg, jerr *e)
 {
     /* In submission order: read in the table's own order where that is it (a walk of its
@@ -1077,6 +1124,8 @@ int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r
     if (sqlite3_prepare_v2(d->h, sql, -1, &st, NULL) != SQLITE_OK)
         return jerr_set(e, EIO, "database: %s", sqlite3_errmsg(d->h));
     int rc;
+    db_job *ended = NULL; /* (of unreadable_end: id, ended_ms, end_reason and error) */
+    size_t nended = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         db_job row = {0}, *j = &row;
         snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 0));
@@ -1089,12 +1138,21 @@ int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r
         j->gid = sqlite3_column_int64(st, 7);
         json_t *rj = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
         jerr re = {0};
-        if (unseal_request(d, rj, &re) < 0)
+        char unreadable[sizeof re.msg + 64] = ""; /* why the job cannot run as it was asked ("" it can) */
+        if (unseal_request(d, rj, &re) < 0) {
             log_err("job %s: its secret environment cannot be read: %s; it is left out", j->id, re.msg);
-        if (!rj) /* not JSON: read as an empty request (refused below, logged), freed with it */
+            snprintf(unreadable, sizeof unreadable, "its secret environment cannot be read (%s)", re.msg);
+        }
+        if (!rj) { /* not JSON: read as an empty request, freed with it */
+            log_err("job %s: its stored request is not JSON", j->id);
+            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (not JSON)");
             rj = json_object();
-        if (jobreq_from_json(rj, &j->req, JOBREQ_FROM_DB, 0, &re) < 0)
+        }
+        re = (jerr){0};
+        if (jobreq_from_json(rj, &j->req, JOBREQ_FROM_DB, 0, &re) < 0) {
             log_err("job %s: its stored request cannot be read: %s", j->id, re.msg);
+            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (%s)", re.msg);
+        }
         json_decref(rj);
         j->created_ms = sqlite3_column_int64(st, 9);
         j->scheduled_ms = sqlite3_column_int64(st, 10);
@@ -1166,10 +1224,23 @@ int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r
         j->joined_ms = sqlite3_column_int64(st, 38);
         j->ended_held = sqlite3_column_int(st, 39) != 0;
         j->log_bytes = sqlite3_column_type(st, 40) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 40);
+        if (unreadable[0] && unreadable_end(j, unreadable)) {
+            ended = xrealloc(ended, (nended + 1) * sizeof *ended);
+            ended[nended++] = (db_job){.ended_ms = j->ended_ms, .end_reason = xstrdup(j->end_reason),
+                                       .error = xstrdup(j->error)};
+            snprintf(ended[nended - 1].id, sizeof ended->id, "%s", j->id);
+        }
         fn(j, arg);
         db_job_free(j);
     }
     sqlite3_finalize(st);
+    if (nended && rc == SQLITE_DONE)
+        unreadable_write(d, ended, nended);
+    for (size_t i = 0; i < nended; i++) {
+        free(ended[i].end_reason);
+        free(ended[i].error);
+    }
+    free(ended);
     if (rc != SQLITE_DONE)
         return jerr_set(e, EIO, "database: reading jobs: %s", sqlite3_errmsg(d->h));
     return 0;

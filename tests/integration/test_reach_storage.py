@@ -196,3 +196,122 @@ def test_networks_without_their_helper_are_refused_saying_why(fresh_daemon):
     assert code == 503 and why in message(a), a
     assert [n["name"] for n in d.api("GET", "/v1/networks")[1]["networks"]] == ["bridge", "isolated"]
     assert d.job_count() == 0
+
+
+# -- a restart over a state directory changed behind joblet's back --------------------------------
+
+SHOW_TOKEN = ["-c", 'echo "token:${TOKEN:-none}"']
+
+
+def test_stored_requests_unsealed_damaged_or_unreadable_at_a_restart(fresh_daemon):
+    """Rows of held jobs changed while joblet was down (killed: no clean stop, so every row is
+    looked at): a secret environment stored in clear (an older joblet's row, one written by hand)
+    is sealed at the start and reaches the job; a job whose sealed value is damaged, or whose
+    request is not JSON, never runs as something else than it was asked (it ran without its
+    secret, or failed "exec: : No such file or directory"): it ends FAILED at the start, saying
+    why; the jobs beside it are untouched."""
+    d = fresh_daemon()
+    ids = []
+    for token in ("kept", "in-clear", "damaged", "unreadable"):
+        code, j = d.api("POST", "/v1/jobs", {"command": "sh", "args": SHOW_TOKEN, "secret_env": {"TOKEN": token},
+                                             "hold": True})
+        assert code == 201 and j["status"] == "HELD", j
+        ids.append(j["id"])
+    kept, clear, damaged, unreadable = ids
+    d.kill9()
+    c = sqlite3.connect(f"{d.state}/joblet.db")
+    rows = {jid: json.loads(c.execute("SELECT request FROM jobs WHERE id = ?", (jid,)).fetchone()[0]) for jid in ids}
+    r = rows[clear]
+    del r["secret_env_sealed"]
+    r["secret_env"] = {"TOKEN": "in-clear-by-hand"}
+    rows[damaged]["secret_env_sealed"] = "v1:AAAA"
+    for jid, req in ((clear, json.dumps(r)), (damaged, json.dumps(rows[damaged])), (unreadable, "not JSON {")):
+        c.execute("UPDATE jobs SET request = ? WHERE id = ?", (req, jid))
+    c.commit()
+    c.close()
+    d.start()
+    assert "database: sealed the secret environment of 1 stored job" in d.log()
+    assert not file_holds(os.path.join(d.state, "joblet.db"), b"in-clear-by-hand")
+    c = sqlite3.connect(f"file:{d.state}/joblet.db?mode=ro", uri=True)
+    (req,) = c.execute("SELECT request FROM jobs WHERE id = ?", (clear,)).fetchone()
+    c.close()
+    assert "secret_env_sealed" in req and '"secret_env"' not in req, req[:300]
+    for jid, why in ((damaged, "its secret environment cannot be read (a sealed value is damaged)"),
+                     (unreadable, "its stored request cannot be read (")):
+        j = d.job(jid)
+        assert j["status"] == "FAILED" and j["end_reason"] == "start_failed", j
+        assert j["error"].startswith(f"joblet cannot run it: {why}"), j["error"]
+        code, a = d.api("POST", f"/v1/jobs/{jid}/release")
+        assert code == 409, a
+    for jid, token in ((kept, "kept"), (clear, "in-clear-by-hand")):
+        assert d.api("POST", f"/v1/jobs/{jid}/release")[0] == 200
+        assert d.wait(jid)["status"] == "COMPLETED"
+        assert d.output(jid) == f"token:{token}\n"
+    # a second start decides the same from the same rows, and runs nothing of them
+    d.stop()
+    d.start()
+    assert [d.job(jid)["status"] for jid in ids] == ["COMPLETED", "COMPLETED", "FAILED", "FAILED"]
+    assert d.output(damaged) == "" and d.output(unreadable) == ""
+
+
+@pytest.fixture
+def loop_devices():
+    import shutil
+    if not os.path.exists("/dev/loop-control") or not shutil.which("mke2fs", path="/usr/sbin:/sbin"):
+        pytest.skip("needs /dev/loop-control (the loop driver) and mke2fs (e2fsprogs)")
+
+
+def test_a_volume_whose_image_is_gone_at_a_start_is_unavailable_saying_why(fresh_daemon, loop_devices):
+    """A reboot (the mount gone) and the image removed meanwhile (a mistaken rm, a disk swapped):
+    the volume is listed unavailable with the reason, a job naming it and a creation of it again
+    are refused naming that reason, and it can be removed."""
+    d = fresh_daemon()
+    code, v = d.api("POST", "/v1/volumes", {"name": "lost", "size_mb": 16})
+    assert code == 201, v
+    d.stop()
+    vdir = os.path.join(d.state, "volumes", "lost")
+    subprocess.run(["umount", os.path.join(vdir, "mnt")], check=True)   # what a reboot does
+    image = os.path.join(vdir, "image")
+    os.unlink(image)
+    d.start()
+    v = d.api("GET", "/v1/volumes/lost")[1]
+    why = f"its image {image}: No such file or directory"
+    assert v["state"] == "unavailable" and v.get("error") == why, v
+    code, a = d.api("POST", "/v1/jobs", {"command": "true", "volumes": ["lost"]})
+    assert code == 409 and a["error"]["field"] == "volumes", a
+    assert message(a) == f"volumes: volume 'lost' is unavailable: {why}"
+    code, a = d.api("POST", "/v1/volumes", {"name": "lost", "size_mb": 16})
+    assert code == 409 and message(a) == f"volume 'lost' exists but is unavailable: {why}", a
+    assert d.job_count() == 0
+    code, a = d.api("DELETE", "/v1/volumes/lost")
+    assert code == 200, a
+    assert d.api("GET", "/v1/volumes")[1]["volumes"] == [] and not os.path.exists(vdir)
+
+
+def test_a_memory_volume_whose_removal_the_database_refused_goes_once_it_takes_it(fresh_daemon):
+    """A memory volume's last job ends while another process holds the database's write lock:
+    its removal is not committed, so the volume stays (listed, mounted); once the lock goes, its
+    removal is written again and the volume goes, its tmpfs unmounted, nothing of it left."""
+    d = fresh_daemon()
+    code, v = d.api("POST", "/v1/volumes", {"name": "mem", "size_mb": 4, "type": "memory"})
+    assert code == 201, v
+    jid = d.submit("sh", "-c", "echo x > /volumes/mem/f; while [ ! -e /volumes/mem/go ]; do sleep 0.05; done",
+                   volumes=["mem"])
+    d.wait_status(jid, "RUNNING")
+    mnt = os.path.join(d.state, "volumes", "mem", "mnt")
+    gate = os.path.join(mnt, "go")
+    wait_for(lambda: os.path.exists(os.path.join(mnt, "f")), "the job's file in the volume")
+    lock = DbLock(d.state)
+    try:
+        open(gate, "w").close()
+        wait_for(lambda: "memory volume mem: its last job ended, but:" in d.log(), "the refused removal", 60)
+        assert os.path.ismount(mnt)
+    finally:
+        lock.release()
+    assert d.wait(jid)["status"] == "COMPLETED"
+    wait_for(lambda: d.api("GET", "/v1/volumes")[1]["volumes"] == [], "the volume removed once committed", 120)
+    wait_for(lambda: not os.path.exists(os.path.join(d.state, "volumes", "mem")), "its directory removed", 30)
+    assert "memory volume mem removed: its last job ended, and its removal is committed now" in d.log()
+    d.stop()
+    d.start()
+    assert d.api("GET", "/v1/volumes")[1]["volumes"] == []
