@@ -315,3 +315,32 @@ def test_a_memory_volume_whose_removal_the_database_refused_goes_once_it_takes_i
     d.stop()
     d.start()
     assert d.api("GET", "/v1/volumes")[1]["volumes"] == []
+
+
+def test_a_key_file_that_is_not_joblets_refuses_the_start_naming_it(fresh_daemon):
+    """<state>/joblet.db.key cut short (a copy that failed, a disk error) or readable by others:
+    joblet refuses to start, naming the file and what it must be, rather than seal with it or make
+    another over it; with the key back as it was, it starts and its jobs are there."""
+    d = fresh_daemon()
+    jid = d.submit("true")
+    d.wait(jid)
+    d.stop()
+    key = os.path.join(d.state, "joblet.db.key")
+    with open(key, "rb") as f:
+        good = f.read()
+    with open(key, "wb") as f:
+        f.write(good[:10])
+    with pytest.raises(RuntimeError) as refused:
+        d.start()
+    assert f"{key}: not joblet's secret key (a root-owned 0600 file of 32 bytes)" in str(refused.value)
+    with open(key, "wb") as f:
+        f.write(good)
+    os.chmod(key, 0o644)
+    with pytest.raises(RuntimeError) as refused:
+        d.start()
+    assert f"{key}: not joblet's secret key" in str(refused.value)
+    with open(key, "rb") as f:
+        assert f.read() == good          # not replaced
+    os.chmod(key, 0o600)
+    d.start()
+    assert d.job(jid)["status"] == "COMPLETED"
