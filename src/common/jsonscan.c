@@ -479,6 +479,18 @@ static void explain(const jsonscan_result *r, const jsonscan_limits *lim, jerr *
     e->http = 413; /* too much of something: Content Too Large */
 }
 
+/* Whether text is one JSON value that is not an object or an array ("x", 1, true, null): JSON,
+ * but not what any request of joblet's is (jansson's "'[' or '{' expected" says the same of text
+ * that is no JSON at all). */
+static bool is_bare_value(const char *text, size_t n)
+{
+    json_error_t je;
+    json_t *v = json_loadb(text, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    bool bare = v && !json_is_object(v) && !json_is_array(v);
+    json_decref(v);
+    return bare;
+}
+
 json_t *jsonscan_load(const char *text, size_t len, const jsonscan_limits *lim, jerr *e)
 {
     jsonscan_result r;
@@ -510,6 +522,10 @@ json_t *jsonscan_load(const char *text, size_t len, const jsonscan_limits *lim, 
         jerr_field(e, NULL, "the request body holds \\u0000 (a NUL character) in a string at byte %d; joblet's "
                             "strings (commands, names, paths, variables) cannot hold one: leave it out",
                    je.position);
+    } else if (!j && is_bare_value(text, n)) {
+        /* a bare string, number, true, false or null is JSON (RFC 8259), but no request of joblet's */
+        jerr_field(e, NULL, "the request body must be a JSON object ({...}) or, where a list is taken, an array "
+                            "([...]), not a bare string, number, true, false or null");
     } else if (!j) {
         jerr_field(e, NULL, "the request body is not valid JSON: %s", je.text);
     }

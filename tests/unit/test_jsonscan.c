@@ -256,9 +256,23 @@ static void test_syntax(void **state)
         assert_int_equal(e.http, 400);
         /* (a NUL in a string is JSON; jansson's words named its flag: joblet's say what to do) */
         assert_non_null(strstr(e.msg, strstr(loose[i], "\\u0000") ? "holds \\u0000 (a NUL character) in a string"
-                                                                   : "the request body is not valid JSON: "));
+                                      : !strcmp(loose[i], "1")   ? "must be a JSON object ({...}) or, where a list "
+                                                                   "is taken, an array ([...]), not a bare string"
+                                                                 : "the request body is not valid JSON: "));
         assert_null(strstr(e.msg, "JSON_ALLOW_NUL"));
     }
+    /* a bare value is JSON, but no request: said so (was "not valid JSON: '[' or '{' expected"), and
+     * text that is no JSON at all starting as one is not */
+    static const char *const bare[] = {"\"x\"", "null", "true", "-2.5"};
+    for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++) {
+        jerr be = {0};
+        assert_null(jsonscan_load(bare[i], strlen(bare[i]), &wide, &be));
+        assert_int_equal(be.http, 400);
+        assert_non_null(strstr(be.msg, "not a bare string, number, true, false or null"));
+    }
+    jerr ne = {0};
+    assert_null(jsonscan_load("stop it", 7, &wide, &ne));
+    assert_non_null(strstr(ne.msg, "the request body is not valid JSON: "));
     jerr e = {0};
     const char *t = "{\"a\":1,\"a\":2}";
     assert_null(jsonscan_load(t, strlen(t), &wide, &e));
