@@ -2226,9 +2226,22 @@ void arrays_delete_rest(jarray *a)
 
 /* ---- start ---- */
 
+/* Arrays whose stored request cannot be read (db_array.unreadable), with why: their tasks not made
+ * yet are canceled by joblet once every array is loaded (as db_load_jobs ends a waiting job so):
+ * a task is never made without its command or its secrets. */
+typedef struct unreadable_array {
+    char id[37];
+    char *why;
+} unreadable_array;
+
+typedef struct load_ctx {
+    unreadable_array *bad;
+    size_t nbad;
+} load_ctx;
+
 static void load_one(db_array *r, void *arg)
 {
-    (void)arg;
+    load_ctx *lc = arg;
     jarray *a = xcalloc(1, sizeof *a);
     jerr e = {0};
     if (list_parse(&a->spec, r->spec, "array", true, &e) < 0 || list_parse(&a->skip, r->skip, "skip", false, &e) < 0 ||
@@ -2261,6 +2274,12 @@ static void load_one(db_array *r, void *arg)
     qclock_seen(a->joined_ms);
     memcpy(a->wf_id, r->wf_id, sizeof a->wf_id);
     a->wf_index = r->wf_index; /* linked to its workflow by workflow_resume_all */
+    if (r->unreadable && !arrays_canceled(a) && a->made < a->spec->count) {
+        lc->bad = xrealloc(lc->bad, (lc->nbad + 1) * sizeof *lc->bad);
+        lc->bad[lc->nbad] = (unreadable_array){.why = xprintf("canceled: joblet cannot make its tasks: %s",
+                                                             r->unreadable)};
+        memcpy(lc->bad[lc->nbad++].id, a->id, sizeof a->id);
+    }
     add(a);
 }
 
@@ -2298,8 +2317,13 @@ static void sort_tasks(jarray *a)
 
 int arrays_load(jerr *e)
 {
-    if (db_array_load(core.db, load_one, NULL, e) < 0)
+    load_ctx lc = {0};
+    if (db_array_load(core.db, load_one, &lc, e) < 0) {
+        for (size_t i = 0; i < lc.nbad; i++)
+            free(lc.bad[i].why);
+        free(lc.bad);
         return -1;
+    }
     /* tasks to their arrays: a task's array is most often the previous task's */
     jarray *last = NULL;
     for (size_t i = 0; i < core.njobs; i++) {
@@ -2319,6 +2343,15 @@ int arrays_load(jerr *e)
         sort_tasks(core.arrays[i]);
         changed(core.arrays[i]); /* (counted by add() before their tasks were linked) */
     }
+    for (size_t i = 0; i < lc.nbad; i++) {
+        jarray *a = arrays_by_id(lc.bad[i].id);
+        if (a) {
+            log_err("array %s: %s", a->id, lc.bad[i].why);
+            arrays_cancel_by_joblet(a, ARRAYS_CANCELED_UNMAKEABLE, lc.bad[i].why);
+        }
+        free(lc.bad[i].why);
+    }
+    free(lc.bad);
     return 0;
 }
 

@@ -1835,12 +1835,22 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         a.owner_gid = sqlite3_column_int64(st, 4);
         json_t *rj = json_loads((const char *)sqlite3_column_text(st, 5), 0, NULL);
         jerr re = {0};
-        if (unseal_request(d, rj, &re) < 0)
-            log_err("array %s: its secret environment cannot be read: %s; it is left out", a.id, re.msg);
-        if (!rj) /* not JSON: read as an empty request (refused below, logged), freed with it */
+        char unreadable[sizeof re.msg + 64] = ""; /* as db_load_jobs': why its tasks cannot be made as asked */
+        if (unseal_request(d, rj, &re) < 0) {
+            log_err("array %s: its secret environment cannot be read: %s", a.id, re.msg);
+            snprintf(unreadable, sizeof unreadable, "its secret environment cannot be read (%s)", re.msg);
+        }
+        if (!rj) { /* not JSON: read as an empty request, freed with it */
+            log_err("array %s: its stored request is not JSON", a.id);
+            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (not JSON)");
             rj = json_object();
-        if (jobreq_from_json(rj, &a.req, JOBREQ_FROM_DB, 0, &re) < 0)
+        }
+        re = (jerr){0};
+        if (jobreq_from_json(rj, &a.req, JOBREQ_FROM_DB, 0, &re) < 0) {
             log_err("array %s: its stored request cannot be read: %s", a.id, re.msg);
+            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (%s)", re.msg);
+        }
+        a.unreadable = unreadable[0] ? unreadable : NULL;
         json_decref(rj);
         const char *spec = (const char *)sqlite3_column_text(st, 6);
         a.spec = spec ? spec : "";

@@ -230,6 +230,8 @@ typedef struct db_array {
     int64_t joined_ms;       /* when it last joined the queue (schema 22; core/arrays.h) */
     int64_t canceled_ms;     /* when tasks not made were last canceled; 0 never or not known (schema 23) */
     const char *released;    /* held: its tasks released from that hold, by place ("3-5"; schema 24); NULL none */
+    const char *unreadable;  /* why its request cannot be read (a damaged row, its secret environment's
+                              * sealed value or not JSON): its tasks not made yet cannot be; NULL it can */
 } db_array;
 int db_array_save(db *d, const db_array *a, jerr *e);
 int db_array_delete(db *d, const char *id, jerr *e);

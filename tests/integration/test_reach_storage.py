@@ -344,3 +344,45 @@ def test_a_key_file_that_is_not_joblets_refuses_the_start_naming_it(fresh_daemon
     os.chmod(key, 0o600)
     d.start()
     assert d.job(jid)["status"] == "COMPLETED"
+
+
+def test_an_array_whose_stored_request_is_damaged_makes_none_of_its_tasks(fresh_daemon):
+    """The arrays' side of the test above: a held array's row changed while joblet was down, its
+    sealed secret damaged (or its request not JSON): its tasks not made yet were made without
+    their secret (or command) once released; now joblet cancels them at the start, saying why
+    (the array ends CANCELED, its error naming the row's damage), and an array beside it runs."""
+    d = fresh_daemon()
+    ids = []
+    for token in ("kept", "damaged", "unreadable"):
+        code, a = d.api("POST", "/v1/jobs", {"command": "sh", "args": SHOW_TOKEN, "secret_env": {"TOKEN": token},
+                                             "array": "0-2", "hold": True})
+        assert code == 201, a
+        ids.append(a["id"])
+    kept, damaged, unreadable = ids
+    d.kill9()
+    c = sqlite3.connect(f"{d.state}/joblet.db")
+    (req,) = c.execute("SELECT request FROM arrays WHERE id = ?", (damaged,)).fetchone()
+    r = json.loads(req)
+    assert "secret_env_sealed" in r, sorted(r)
+    r["secret_env_sealed"] = "v1:AAAA"
+    c.execute("UPDATE arrays SET request = ? WHERE id = ?", (json.dumps(r), damaged))
+    c.execute("UPDATE arrays SET request = ? WHERE id = ?", ("not JSON {", unreadable))
+    c.commit()
+    c.close()
+    d.start()
+    for aid, why in ((damaged, "its secret environment cannot be read (a sealed value is damaged)"),
+                     (unreadable, "its stored request cannot be read (")):
+        a = d.api("GET", f"/v1/jobs/{aid}")[1]
+        assert a["status"] == "CANCELED", a
+        assert f"joblet cannot make its tasks: {why}" in json.dumps(a), a
+        d.api("POST", f"/v1/jobs/{aid}/release")
+    assert d.api("POST", f"/v1/jobs/{kept}/release")[0] == 200
+    wait_for(lambda: d.api("GET", f"/v1/jobs/{kept}")[1]["status"] == "COMPLETED", "the array beside them runs")
+    for t in range(3):
+        assert d.output(f"{kept}_{t}") == "token:kept\n"
+    # none of theirs was made, and a second start decides the same
+    d.stop()
+    d.start()
+    for aid in (damaged, unreadable):
+        a = d.api("GET", f"/v1/jobs/{aid}")[1]
+        assert a["status"] == "CANCELED" and a["array"]["counts"] == {"CANCELED": 3}, a
