@@ -330,7 +330,9 @@ void fmt_end_reason(json_t *job, char *out, size_t outlen)
         const char *err = jstr(job, "error");
         snprintf(out, outlen, "failed to start%s%s", err ? ": " : "", err ? err : "");
     } else if (strcmp(r, "lost") == 0) {
-        snprintf(out, outlen, "lost");
+        /* joblet's words say how it was lost and where to look (the shim's log) */
+        const char *err = jstr(job, "error");
+        snprintf(out, outlen, "lost%s%s", err ? ": " : "", err ? err : "");
     } else if (strcmp(r, "gpu_error") == 0) {
         /* which GPU, the XID and what joblet's XID policy did, or the admin's command and who */
         json_t *f = json_object_get(job, "gpu_fault");

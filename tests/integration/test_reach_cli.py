@@ -13,7 +13,9 @@ error), and nothing is done on a refusal.
 - --upload=/ and a '..' that leads nowhere (upload.c top_name);
 - rnx workflow validate of a directory or a file over 1 MiB (wfparse.c wfp_parse_file);
 - rnx node add / show refusals (cmd_node.c), with a config file of the test's own;
-- rnx job wait of a job deleted (cmd_wait.c)."""
+- rnx job wait of a job deleted (cmd_wait.c);
+- rnx job status of a job lost (its shim SIGKILLed): print.c fmt_end_reason's "lost", which
+  left out joblet's words on why and where to look."""
 import json
 import os
 import shutil
@@ -215,3 +217,22 @@ def test_wait_of_a_deleted_job_says_there_is_none(daemon):
     assert p.returncode == 125 and p.stderr == (f"rnx: job wait: no job matches '{jid}' (by id, id prefix or "
                                                 "name)\n"), p.stderr
 
+
+
+def test_status_of_a_lost_job_says_why_it_was_lost(daemon):
+    """A job whose shim ended without its end record (here: SIGKILLed) is FAILED, end reason
+    lost, and joblet says why and where to look; rnx job status said only 'lost'."""
+    jid = daemon.submit("sleep", "300")
+    pid = daemon.wait_status(jid, "RUNNING")["pid"]
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read()
+    shim = int(st[st.rindex(")") + 2:].split()[1])     # the job's init's parent: its shim
+    with open(f"/proc/{shim}/comm") as f:
+        assert f.read().strip() == "joblet-shim"
+    os.kill(shim, signal.SIGKILL)
+    j = daemon.wait(jid)
+    assert (j["status"], j["end_reason"]) == ("FAILED", "lost"), j
+    assert j["error"].startswith("the job's shim (pid ") and j["error"].endswith("/shim.log"), j["error"]
+    p = daemon.rnx("job", "status", jid, check=True)
+    assert f"End reason: lost: {j['error']}\n" in p.stdout, p.stdout
+    daemon.rnx("job", "delete", jid, check=True)
