@@ -14,6 +14,9 @@ error), and nothing is done on a refusal.
 - rnx workflow validate of a directory or a file over 1 MiB (wfparse.c wfp_parse_file);
 - rnx node add / show refusals (cmd_node.c), with a config file of the test's own;
 - rnx job wait of a job deleted (cmd_wait.c);
+- rnx job exec's refusals (cmd_exec.c), nothing started; rnx gpu, network, volume, node and
+  runtime without a command, with one unknown, with operands or flags that are not theirs, and
+  'help' as a command; a nodes file rnx will not read (cmd_node.c conf_read);
 - rnx job status of a job lost (its shim SIGKILLed): print.c fmt_end_reason's "lost", which
   left out joblet's words on why and where to look."""
 import json
@@ -236,3 +239,75 @@ def test_status_of_a_lost_job_says_why_it_was_lost(daemon):
     p = daemon.rnx("job", "status", jid, check=True)
     assert f"End reason: lost: {j['error']}\n" in p.stdout, p.stdout
     daemon.rnx("job", "delete", jid, check=True)
+
+
+@pytest.mark.parametrize("args, rc, message", [
+    (("gpu",), 2, "rnx: gpu: missing command (list, show, topo, drain, offline, online, gres-conf); "
+                  "see 'rnx gpu --help'"),
+    (("gpu", "show", "a/b"), 2, "rnx: gpu show: 'a/b' is not a GPU index or UUID"),
+    (("gpu", "show", "x" * 200), 2, f"rnx: gpu show: '{'x' * 40}' is not a GPU index or UUID"),
+    (("gpu", "show", ""), 2, "rnx: gpu show: the GPU is empty; give an index or a UUID (rnx gpu list)"),
+    (("gpu", "list", "--force"), 2, "rnx: gpu list: --force is for drain, offline and online"),
+    (("gpu", "topo", "x"), 2, "rnx: gpu topo: takes no arguments, got 'x'"),
+    (("gpu", "drain"), 2, "rnx: gpu drain: expected one GPU (an index or a UUID); usage: rnx gpu drain [--force] GPU"),
+    (("network",), 2, "rnx: network: missing command (create, list, remove); see 'rnx network --help'"),
+    (("network", "list", "x"), 2, "rnx: network list: takes no arguments, got 'x'"),
+    (("network", "list", "--cidr=10.0.0.0/24"), 2, "rnx: network list: --cidr is for 'rnx network create'"),
+    (("network", "create"), 2, "rnx: network create: expected one NAME; usage: rnx network create NAME "
+                               "--cidr=A.B.C.D/P"),
+    (("network", "remove"), 2, "rnx: network remove: expected one NAME; usage: rnx network remove NAME"),
+    (("network", "frob"), 2, "rnx: unknown command 'frob' for 'rnx network'; see 'rnx network --help'"),
+    (("volume",), 2, "rnx: volume: missing command (create, list, remove); see 'rnx volume --help'"),
+    (("volume", "list", "--size=1M"), 2, "rnx: volume list: --size and --type are for 'rnx volume create'"),
+    (("volume", "create"), 2, "rnx: volume create: expected one NAME; usage: rnx volume create NAME --size=SIZE "
+                              "[--type=filesystem|memory]"),
+    (("volume", "frob"), 2, "rnx: unknown command 'frob' for 'rnx volume'; see 'rnx volume --help'"),
+    (("node",), 2, "rnx: node: missing command (add, list, use, show, remove, disconnect); see 'rnx node --help'"),
+    (("node", "frob"), 2, "rnx: unknown command 'frob' for 'rnx node'; see 'rnx node --help'"),
+    (("runtime", "frob"), 2, "rnx: unknown command 'frob' for 'rnx runtime'; see 'rnx runtime --help'"),
+])
+def test_group_refusals_name_what_is_accepted(daemon, args, rc, message):
+    p = daemon.rnx(*args)
+    assert (p.returncode, p.stderr, p.stdout) == (rc, message + "\n", ""), p.stderr
+
+
+@pytest.mark.parametrize("group", ["gpu", "network", "volume", "node"])
+def test_group_help_as_a_command(daemon, group):
+    p = daemon.rnx(group, "help")
+    assert p.returncode == 0 and p.stdout.startswith(f"Usage: rnx {group} <command>") and p.stderr == "", p.stderr
+
+
+def test_exec_refusals_start_nothing(daemon, job):
+    cases = [((job,), "job exec: want a job and a command (rnx job exec ID sh -c 'ps'); see 'rnx job exec --help'"),
+             ((job, "--"), "job exec: want a job and a command (rnx job exec ID sh -c 'ps'); see 'rnx job exec --help'"),
+             (("", "ls"), "job exec: the ID is empty; usage: rnx job exec [flags] ID COMMAND [ARGS...]"),
+             (("--env=1X=y", job, "ls"), "--env: '1X' is not a valid variable name; use letters, digits and '_', "
+                                          "not starting with a digit"),
+             (("-it", job, "ls"), "-t: your input is not a terminal; with a pipe or a file give -i alone (its stdout "
+                                  "and stderr then stay apart), or run rnx from a terminal"),
+             (("--workdir=rel", job, "ls"), "--workdir: workdir: 'rel' must be an absolute path without '..' "
+                                            "(e.g. /work/src)"),
+             ((job, ""), "command: is empty; give the program to run")]
+    for args, why in cases:
+        p = daemon.rnx("job", "exec", *args)
+        assert (p.returncode, p.stderr) == (2, f"rnx: {why}\n"), (args, p.stderr)
+    assert daemon.job(job)["status"] == "RUNNING"
+
+
+def test_a_nodes_file_rnx_will_not_read_is_named(daemon, tmp):
+    cfg = os.path.join(tmp, "cfg")
+    env = {"RNX_CONFIG": cfg}
+    os.mkdir(cfg)
+    p = daemon.rnx("node", "list", env=env)
+    assert (p.returncode, p.stderr) == (1, f"rnx: {cfg}: not a regular file\n")
+    os.rmdir(cfg)
+    with open(cfg, "w") as f:
+        f.truncate(5 << 20)
+    os.chmod(cfg, 0o600)
+    p = daemon.rnx("node", "list", env=env)
+    assert (p.returncode, p.stderr) == (1, f"rnx: {cfg}: larger than 4 MiB: not rnx's nodes file\n"), p.stderr
+    os.chown(cfg, 1234, 1234)
+    p = daemon.rnx("node", "list", env=env)
+    assert (p.returncode, p.stderr) == (1, f"rnx: {cfg}: belongs to uid 1234, not to you (uid 0): rnx reads its "
+                                           "nodes (and keys) only from a file of yours\n"), p.stderr
+    assert os.path.getsize(cfg) == 5 << 20
