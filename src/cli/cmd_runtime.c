@@ -430,11 +430,16 @@ static int rt_export(rnx_ctx *ctx, int argc, char **argv)
     bool to_stdout = !strcmp(file, "-");
     if (to_stdout && isatty(STDOUT_FILENO))
         return rnx_usage("rnx runtime export: not writing an archive to a terminal; give a file name");
+    /* a directory as FILE would be found only at the rename, once the whole archive came */
+    struct stat st;
+    if (!to_stdout && stat(file, &st) == 0 && S_ISDIR(st.st_mode))
+        return rnx_usage("rnx runtime export: %s is a directory; give the archive's file name (e.g. %s/%s.tar.zst)",
+                         file, file, name);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.part", file);
     int fd = to_stdout ? STDOUT_FILENO : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return rnx_fail("%s: %s", tmp, strerror(errno));
+    if (fd < 0) /* (FILE is the name the user knows; the .part is rnx's own) */
+        return rnx_fail("%s: %s (rnx writes it as %s, renamed once complete)", file, strerror(errno), tmp);
     rnx_client *c = client(ctx);
     char *path = escaped(c, "/v1/runtimes/", name, "/export");
     xfer x = {"downloading", isatty(STDERR_FILENO), -1};

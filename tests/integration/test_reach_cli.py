@@ -17,6 +17,8 @@ error), and nothing is done on a refusal.
 - rnx job exec's refusals (cmd_exec.c), nothing started; rnx gpu, network, volume, node and
   runtime without a command, with one unknown, with operands or flags that are not theirs, and
   'help' as a command; a nodes file rnx will not read (cmd_node.c conf_read);
+- rnx runtime export to a directory (refused before the download) or to a FILE that cannot be
+  made (named as given, not only as FILE.part); runtime import of a directory;
 - rnx job status of a job lost (its shim SIGKILLed): print.c fmt_end_reason's "lost", which
   left out joblet's words on why and where to look."""
 import json
@@ -311,3 +313,19 @@ def test_a_nodes_file_rnx_will_not_read_is_named(daemon, tmp):
     assert (p.returncode, p.stderr) == (1, f"rnx: {cfg}: belongs to uid 1234, not to you (uid 0): rnx reads its "
                                            "nodes (and keys) only from a file of yours\n"), p.stderr
     assert os.path.getsize(cfg) == 5 << 20
+
+
+def test_runtime_export_to_a_directory_or_nowhere_says_which_file(daemon, tmp):
+    """A directory as FILE is refused before anything is asked of joblet (it was found only at
+    the rename, once the whole archive came); a FILE that cannot be made is named as given,
+    not only as rnx's FILE.part."""
+    p = daemon.rnx("runtime", "export", "nosuch", tmp)
+    assert p.returncode == 2 and p.stderr == (f"rnx: rnx runtime export: {tmp} is a directory; give the archive's "
+                                              f"file name (e.g. {tmp}/nosuch.tar.zst)\n"), p.stderr
+    out = f"{tmp}/no/such/out.tar.zst"
+    p = daemon.rnx("runtime", "export", "nosuch", out)
+    assert p.returncode == 1 and p.stderr == (f"rnx: {out}: No such file or directory (rnx writes it as "
+                                              f"{out}.part, renamed once complete)\n"), p.stderr
+    assert os.listdir(tmp) == []
+    p = daemon.rnx("runtime", "import", tmp)
+    assert p.returncode == 1 and p.stderr == f"rnx: {tmp}: not a file\n", p.stderr
