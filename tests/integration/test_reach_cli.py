@@ -19,6 +19,7 @@ error), and nothing is done on a refusal.
   'help' as a command; a nodes file rnx will not read (cmd_node.c conf_read);
 - rnx runtime export to a directory (refused before the download) or to a FILE that cannot be
   made (named as given, not only as FILE.part); runtime import of a directory;
+- rnx job status of a job with a read-only volume (print.c print_job's Volumes line);
 - rnx job status of a job lost (its shim SIGKILLed): print.c fmt_end_reason's "lost", which
   left out joblet's words on why and where to look."""
 import json
@@ -329,3 +330,15 @@ def test_runtime_export_to_a_directory_or_nowhere_says_which_file(daemon, tmp):
     assert os.listdir(tmp) == []
     p = daemon.rnx("runtime", "import", tmp)
     assert p.returncode == 1 and p.stderr == f"rnx: {tmp}: not a file\n", p.stderr
+
+
+def test_status_names_a_jobs_volumes_and_which_are_read_only(daemon):
+    p = daemon.rnx("volume", "create", "reachcli", "--size=64MB", "--type=memory", check=True)
+    p = daemon.rnx("--json", "job", "run", "--volume=reachcli:ro", "true", check=True)
+    jid = json.loads(p.stdout)["id"]
+    daemon.wait(jid)
+    p = daemon.rnx("job", "status", jid, check=True)
+    assert "\nVolumes: /volumes/reachcli (read-only)\n" in p.stdout, p.stdout
+    daemon.rnx("job", "delete", jid, check=True)
+    daemon.rnx("volume", "remove", "reachcli")   # (a memory volume is gone with its last job)
+    assert "reachcli" not in daemon.rnx("volume", "list").stdout
