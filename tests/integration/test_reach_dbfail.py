@@ -1,20 +1,24 @@
-"""Commit-failure paths that a coverage run found no test reached (submit.c's submit_commit and
-submit_undo, workflow.c's workflow_create rollback, array_ctl.c's commit_delete, retention.c's
-pass while the database is locked), driven through the real daemon and its API while another
-process holds the database's write lock (conftest.DbLock).
+"""Commit-failure paths that a coverage run found no test reached, driven through the real
+daemon and its API: submit.c's submit_commit and submit_undo, arrays.c's submission undo,
+workflow.c's workflow_create rollback, array_ctl.c's and job_ctl.c's commit_delete, and
+retention.c's pass while the database is locked.
 
-What each checks: the answer is not 2xx; nothing half-made is listed or left on disk; after the
-lock goes, asking again succeeds exactly once (no duplicate); after a kill -9 and a restart, the
-state is what was answered. (With the lock held, the first write of a submission or a delete
-fails busy, so the route refuses before its commit: the refusal, not the commit's rollback, is
-what answers. The rollback after writes that went through needs a commit that fails by itself,
-a full disk: test_hostile_disk.)"""
-import json
+Two ways to make a commit fail: another process holding the database's write lock
+(conftest.DbLock), and the state filesystem full to the block (test_hostile_disk's small_state).
+With the lock held, a submission's or a delete's first write fails busy, so the route refuses
+(503, "nothing was ...") before its commit; with the disk full, the writes go through into
+SQLite's cache and the commit alone fails (507), which is what the rollbacks above take back.
+
+What each checks: the answer is not 2xx; nothing half-made is listed or left in the jobs
+directory, and what a refused delete named is still whole; once the lock goes or there is room
+again, asking again succeeds exactly once (no duplicate); after a kill -9 and a restart, the
+state is what was answered."""
 import os
 
 import pytest
 
 from conftest import DbLock, wait_for
+from test_hostile_disk import small_state  # noqa: F401 (a fixture: a daemon on a small filesystem of its own)
 
 
 def names(d, path, key, mark):
@@ -151,3 +155,69 @@ def test_a_retention_pass_while_locked_deletes_nothing_then_deletes_once(fresh_d
     d.kill9()
     d.start()
     assert d.api("GET", f"/v1/jobs/{j}")[0] == 404
+
+
+def test_commits_that_fail_on_a_full_state_disk_are_taken_back(small_state):
+    """The commit failing alone (its writes went through): the state filesystem full to the
+    block. A job's and a workflow's submission are answered 507, saying they were not created
+    (submit_commit, workflow_create's rollback), an array of no made task and an ended job are
+    not deleted (array_ctl.c's and job_ctl.c's commit_delete); nothing half-made is listed or
+    left in the jobs directory, the deleted are still whole. Once there is room again each,
+    asked again, goes through once, and a restart after kill -9 shows exactly that."""
+    import shutil
+    if not (os.path.exists("/dev/loop-control") and shutil.which("mkfs.ext4")):
+        pytest.skip("no loop devices or mkfs.ext4 here: no small state filesystem to fill")
+    from test_hostile_disk import fill, unfill
+    d = small_state("jobs:\n  state_reserve: 0\n  work_quota: 0\n")
+    d.start()
+    mark = "full" + os.urandom(3).hex()
+    job = d.submit("sh", "-c", "echo stays")
+    d.wait(job)
+    code, held = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3", "hold": True})
+    assert code == 201, held
+    assert d.api("POST", f"/v1/jobs/{held['id']}/cancel")[0] == 200
+    tries = [("/v1/jobs", {"command": "sh", "args": ["-c", "echo ran"], "name": mark + "-j"}, "the job was not created"),
+             ("/v1/workflows", {"name": mark + "-w", "jobs": [{"name": "a", "request": {"command": "true"}}]},
+              "the workflow was not created"),
+             ("/v1/jobs", {"command": "true", "array": "0-2", "name": mark + "-a"}, "the array was not created")]
+    dirs = job_dirs(d)
+    fill(d.state, 0)
+    try:
+        for path, body, words in tries:
+            status, ans = d.api("POST", path, body)
+            assert status == 507, (path, status, ans)
+            msg = ans["error"]["message"]
+            assert words in msg and "state filesystem" in msg and "full" in msg, ans
+        for i in (held["id"], job):
+            status, ans = d.api("DELETE", f"/v1/jobs/{i}")
+            assert status == 507, (i, status, ans)
+            assert "deleted" in ans["error"]["message"] and "full" in ans["error"]["message"], ans
+        assert names(d, "/v1/jobs", "jobs", mark + "-j") == []
+        assert names(d, "/v1/workflows", "workflows", mark + "-w") == []
+        assert names(d, "/v1/jobs", "jobs", mark + "-a") == []
+        assert d.api("GET", f"/v1/jobs/{held['id']}")[0] == 200
+        assert d.output(job) == "stays\n"
+        assert job_dirs(d) == dirs
+    finally:
+        unfill(d.state)
+    assert "taken back (its submission could not be saved)" in d.log()
+    made = []
+    for path, body, _ in tries:
+        code, ans = d.api("POST", path, body)
+        assert code == 201, (path, code, ans)
+        made.append(ans["id"])
+    assert d.wait(made[0])["status"] == "COMPLETED" and d.output(made[0]) == "ran\n"
+    wait_for(lambda: d.job(made[2])["status"] == "COMPLETED", "the array ended")
+    for i in (held["id"], job):
+        assert d.api("DELETE", f"/v1/jobs/{i}")[0] == 200, i
+        assert d.api("DELETE", f"/v1/jobs/{i}")[0] == 404, i
+
+    def seen():
+        return (names(d, "/v1/jobs", "jobs", mark + "-j"), names(d, "/v1/workflows", "workflows", mark + "-w"),
+                names(d, "/v1/jobs", "jobs", mark + "-a"),
+                d.api("GET", f"/v1/jobs/{held['id']}")[0], d.api("GET", f"/v1/jobs/{job}")[0])
+    want = ([made[0]], [made[1]], [made[2]], 404, 404)
+    assert seen() == want
+    d.kill9()
+    d.start()
+    assert seen() == want
