@@ -138,7 +138,8 @@ def test_an_array_delete_while_locked_keeps_it_whole_and_goes_once(fresh_daemon)
 def test_a_retention_pass_while_locked_deletes_nothing_then_deletes_once(fresh_daemon):
     """jobs.keep_ended_s with the database locked: the pass that finds an ended job due cannot
     delete it; it says so in the log, the job stays (listed, its output readable), and once the
-    lock goes a later pass deletes it; a restart does not bring it back."""
+    lock goes a later pass deletes it. So for an ended array with no job left, which the pass reaps
+    after its jobs. A restart does not bring either back."""
     d = fresh_daemon("jobs:\n  keep_ended_s: 2\n")
     keep = d.submit("sleep", "600")  # running: never due
     j = d.submit("sh", "-c", "echo kept; sleep 1")
@@ -150,18 +151,32 @@ def test_a_retention_pass_while_locked_deletes_nothing_then_deletes_once(fresh_d
     finally:
         lock.release()
     wait_for(lambda: d.api("GET", f"/v1/jobs/{j}")[0] == 404, "the ended job deleted once the lock went", 60)
+    # an ended array none of whose tasks was made (held, canceled): no job is due, and the pass's
+    # reap of arrays with no job left finds the lock
+    code, a = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3", "hold": True})
+    assert code == 201, a
+    assert d.api("POST", f"/v1/jobs/{a['id']}/cancel")[0] == 200
+    lock = DbLock(d.state)
+    try:
+        wait_for(lambda: "arrays with no job left could not be deleted" in d.log(), "a reap found the lock", 90)
+        assert d.job(a["id"])["status"] == "CANCELED"
+    finally:
+        lock.release()
+    wait_for(lambda: d.api("GET", f"/v1/jobs/{a['id']}")[0] == 404, "the array deleted once the lock went", 60)
     assert d.job(keep)["status"] == "RUNNING"
     assert d.api("POST", f"/v1/jobs/{keep}/kill")[0] == 200
     d.kill9()
     d.start()
     assert d.api("GET", f"/v1/jobs/{j}")[0] == 404
+    assert d.api("GET", f"/v1/jobs/{a['id']}")[0] == 404
 
 
 def test_commits_that_fail_on_a_full_state_disk_are_taken_back(small_state):
     """The commit failing alone (its writes went through): the state filesystem full to the
     block. A job's and a workflow's submission are answered 507, saying they were not created
     (submit_commit, workflow_create's rollback), an array of no made task and an ended job are
-    not deleted (array_ctl.c's and job_ctl.c's commit_delete); nothing half-made is listed or
+    not deleted (array_ctl.c's and job_ctl.c's commit_delete), nor an ended array's tasks' jobs,
+    which go first (job_ctl_delete_many); nothing half-made is listed or
     left in the jobs directory, the deleted are still whole. Once there is room again each,
     asked again, goes through once, and a restart after kill -9 shows exactly that."""
     import shutil
@@ -176,6 +191,12 @@ def test_commits_that_fail_on_a_full_state_disk_are_taken_back(small_state):
     code, held = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-3", "hold": True})
     assert code == 201, held
     assert d.api("POST", f"/v1/jobs/{held['id']}/cancel")[0] == 200
+    code, ran = d.api("POST", "/v1/jobs", {"command": "true", "array": "0-2"})
+    assert code == 201, ran
+    wait_for(lambda: d.job(ran["id"])["status"] == "COMPLETED", "the array ended")
+    ran_tasks = sorted(j["id"] for j in d.api("GET", "/v1/jobs?expand=1")[1]["jobs"]
+                       if (j.get("array") or {}).get("id") == ran["id"])
+    assert len(ran_tasks) == 3, ran_tasks
     tries = [("/v1/jobs", {"command": "sh", "args": ["-c", "echo ran"], "name": mark + "-j"}, "the job was not created"),
              ("/v1/workflows", {"name": mark + "-w", "jobs": [{"name": "a", "request": {"command": "true"}}]},
               "the workflow was not created"),
@@ -188,7 +209,7 @@ def test_commits_that_fail_on_a_full_state_disk_are_taken_back(small_state):
             assert status == 507, (path, status, ans)
             msg = ans["error"]["message"]
             assert words in msg and "state filesystem" in msg and "full" in msg, ans
-        for i in (held["id"], job):
+        for i in (held["id"], job, ran["id"]):
             status, ans = d.api("DELETE", f"/v1/jobs/{i}")
             assert status == 507, (i, status, ans)
             assert "deleted" in ans["error"]["message"] and "full" in ans["error"]["message"], ans
@@ -197,6 +218,8 @@ def test_commits_that_fail_on_a_full_state_disk_are_taken_back(small_state):
         assert names(d, "/v1/jobs", "jobs", mark + "-a") == []
         assert d.api("GET", f"/v1/jobs/{held['id']}")[0] == 200
         assert d.output(job) == "stays\n"
+        for i in (ran["id"], *ran_tasks):  # its tasks' delete, committed first, failed: all of it stays
+            assert d.api("GET", f"/v1/jobs/{i}")[0] == 200, i
         assert job_dirs(d) == dirs
     finally:
         unfill(d.state)
@@ -208,15 +231,15 @@ def test_commits_that_fail_on_a_full_state_disk_are_taken_back(small_state):
         made.append(ans["id"])
     assert d.wait(made[0])["status"] == "COMPLETED" and d.output(made[0]) == "ran\n"
     wait_for(lambda: d.job(made[2])["status"] == "COMPLETED", "the array ended")
-    for i in (held["id"], job):
+    for i in (held["id"], job, ran["id"]):
         assert d.api("DELETE", f"/v1/jobs/{i}")[0] == 200, i
         assert d.api("DELETE", f"/v1/jobs/{i}")[0] == 404, i
 
     def seen():
         return (names(d, "/v1/jobs", "jobs", mark + "-j"), names(d, "/v1/workflows", "workflows", mark + "-w"),
                 names(d, "/v1/jobs", "jobs", mark + "-a"),
-                d.api("GET", f"/v1/jobs/{held['id']}")[0], d.api("GET", f"/v1/jobs/{job}")[0])
-    want = ([made[0]], [made[1]], [made[2]], 404, 404)
+                [d.api("GET", f"/v1/jobs/{i}")[0] for i in (held["id"], job, ran["id"], *ran_tasks)])
+    want = ([made[0]], [made[1]], [made[2]], [404] * 6)
     assert seen() == want
     d.kill9()
     d.start()
