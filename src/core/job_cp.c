@@ -84,11 +84,9 @@ static int clean_path(const char *in, char *out, size_t len)
             /* nothing */
         } else if (k == 2 && p[0] == '.' && p[1] == '.') {
             while (n > 1 && out[n - 1] != '/')
-                n--;
+                n--; /* the last component */
             if (n > 1)
                 n--; /* the slash before it */
-            while (n > 1 && out[n - 1] != '/')
-                n--;
         } else {
             if (n > 1 && out[n - 1] != '/')
                 out[n++] = '/';
@@ -304,15 +302,21 @@ jobcp *job_cp_start(job *j, enum job_cp_kind kind, const char *path, const calle
     char root[4200] = "ns", inner[4096];
     snprintf(inner, sizeof inner, "%s", clean);
     if (!live) {
-        if (job_state_waiting(j->state) || j->state == JS_PENDING || j->dir_pending)
+        /* (held: not started either, its /work not its command's yet) */
+        if (job_state_waiting(j->state) || j->state == JS_PENDING || j->state == JS_HELD || j->dir_pending)
             return jerr_http(e, 409, "job %.8s has not started: it has no files to copy yet", j->id), NULL;
         bool under_work = !strcmp(clean, "/work") || !strncmp(clean, "/work/", 6);
-        if (!under_work)
-            return jerr_http(e, 409, "job %.8s %s: only its /work can be copied (%s is not under /work)", j->id,
-                             isolation_gvisor(&j->req) && !job_state_terminal(j->state)
-                                 ? "runs in gVisor, whose root lives inside its sandbox"
-                                 : "has ended and its root went with it",
+        if (!under_work) {
+            char why[96];
+            if (job_state_terminal(j->state))
+                snprintf(why, sizeof why, "has ended and its root went with it");
+            else if (isolation_gvisor(&j->req))
+                snprintf(why, sizeof why, "runs in gVisor, whose root lives inside its sandbox");
+            else /* suspended, stopping: its root is entered only while it runs */
+                snprintf(why, sizeof why, "is %s; its root is copied only while it runs", job_state_name(j->state));
+            return jerr_http(e, 409, "job %.8s %s: only its /work can be copied (%s is not under /work)", j->id, why,
                              clean), NULL;
+        }
         char dir[700];
         jobs_dir_of(j, dir, sizeof dir);
         workfs_path(j->owner_uid, dir, root, sizeof root);

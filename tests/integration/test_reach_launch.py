@@ -1,0 +1,197 @@
+"""Paths of the daemon's launch and in-job code that no test reached (a gcov run of the whole
+suite, 2026-12-05, scripts/coverage_by_file.py): untested behaviour is where bugs hide, so each
+is reached here and its answer checked.
+
+- the refusals of an exec, an attach and a copy (the method, the upgrade, the body, the path,
+  another user's job, a job not started or ended): the status, and a message that names the field
+  and what would be accepted;
+- a copy's path with '..' in it names what a root would resolve it to (it dropped one directory
+  too many);
+- an attach to a job that ends before it starts: joblet says why and the job's exit code;
+- a streamed upload whose PUT is sent twice at once (409; the first goes on, nothing lost), a
+  workflow's uploads sent two ways, or over jobs.max_upload_bytes together (nothing created);
+- a shim killed under its running job: the job ends FAILED ("lost"), naming the shim's log, and
+  nothing of it runs on;
+- a cgroup of a job the database does not hold, with a process in it: killed and removed when
+  joblet starts;
+- joblet stopped with a terminal, an exec and a copy open: each ended, nothing left running.
+
+One daemon for the module; its last test restarts it, then stops it."""
+import base64
+import http.client
+import io
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tarfile
+import time
+import uuid
+
+import pytest
+
+from conftest import BUILD, Daemon, UnixHTTPConnection, api_as, need_root, need_setpriv, wait_for
+from test_terminal import frames
+
+OTHER = (4397, 4397)
+
+
+@pytest.fixture(scope="module")
+def d():
+    need_root()
+    need_setpriv()
+    dm = Daemon("jobs:\n  attach_wait_s: 1\n").start()
+    yield dm
+    dm.cleanup()
+
+
+@pytest.fixture(scope="module")
+def work_job(d):
+    """A running job (root's) with /work/sub/ and /work/file, a terminal and stdin."""
+    jid = d.submit("sh", "-c", "mkdir -p /work/sub && echo in-file > /work/file && touch /work/.ready && "
+                   "exec sleep 600", tty=True, stdin=True)
+    d.wait_status(jid, "RUNNING")
+    wait_for(lambda: os.path.exists(os.path.join(d.work(jid), ".ready")), "the job's /work made")
+    yield jid
+    d.api("POST", f"/v1/jobs/{jid}/stop")
+
+
+def request(d, method, path, body=None, headers=None):
+    """One request as root with the headers given: (status, the answer's JSON or None)."""
+    c = UnixHTTPConnection(d.sock, timeout=60)
+    try:
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        c.request(method, path, body=data, headers=headers or {})
+        r = c.getresponse()
+        raw = r.read()
+        return r.status, (json.loads(raw) if raw else None)
+    finally:
+        c.close()
+
+
+UPGRADE = {"Connection": "Upgrade", "Upgrade": "tcp", "Content-Type": "application/json"}
+
+
+def head_only(d, method, path, length, headers=()):
+    """A request's head alone, with Content-Length: length, and the answer joblet gives at the head
+    (before any byte of the body): (status, JSON)."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(d.sock)
+    try:
+        s.sendall((f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n" +
+                   "".join(h + "\r\n" for h in headers) + "\r\n").encode())
+        r = http.client.HTTPResponse(s)
+        r.begin()
+        raw = r.read()
+        return r.status, (json.loads(raw) if raw else None)
+    finally:
+        s.close()
+
+
+def tar_of(files):
+    """A tar of {name: bytes}."""
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w") as t:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+    return b.getvalue()
+
+
+def error_of(ans):
+    return ans["error"]["message"], ans["error"].get("field")
+
+
+def test_exec_refusals_name_what_is_accepted(d, work_job):
+    st, ans = request(d, "GET", f"/v1/jobs/{work_job}/exec")
+    assert st == 405 and "exec is POST /v1/jobs/{id}/exec" in error_of(ans)[0], ans
+    st, ans = request(d, "POST", f"/v1/jobs/{work_job}/exec", {"command": "true"},
+                      {"Content-Type": "application/json"})
+    assert st == 400 and "Upgrade: tcp" in error_of(ans)[0], ans
+    st, ans = request(d, "POST", f"/v1/jobs/{work_job}/exec", ["true"], UPGRADE)
+    assert st == 400 and error_of(ans)[0].startswith("the exec body must be a JSON object: {\"command\""), ans
+    st, ans = request(d, "POST", f"/v1/jobs/{work_job}/exec", {"command": "true", "user": "root"}, UPGRADE)
+    msg, field = error_of(ans)
+    assert st == 400 and field == "user" and "accepted fields: command, args, env, workdir, tty, stdin" in msg, ans
+    # none of them ran anything in the job
+    assert not [e for e in d.events(work_job) if e[0] == "exec"], d.events(work_job)
+
+
+def test_attach_refusals_name_what_is_accepted(d, work_job):
+    base = f"/v1/jobs/{work_job}/attach"
+    st, ans = request(d, "PUT", base)
+    assert st == 405 and "POST /v1/jobs/{id}/attach" in error_of(ans)[0] and "websocket" in error_of(ans)[0], ans
+    ws = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    st, ans = request(d, "GET", base, headers={**ws, "Origin": "http://example.com"})
+    assert st == 403 and "rnx console" in error_of(ans)[0], ans
+    for bad in ({"Sec-WebSocket-Version": "8"}, {"Sec-WebSocket-Key": "c2hvcnQ="}):
+        st, ans = request(d, "GET", base, headers={**ws, **bad})
+        assert st == 400 and "Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key of 16 bytes" in error_of(ans)[0], \
+            (bad, ans)
+    assert not [e for e in d.events(work_job) if e[0] == "attached"], d.events(work_job)
+
+
+def test_copy_refusals_name_the_path_and_what_is_accepted(d, work_job):
+    base = f"/v1/jobs/{work_job}/archive"
+    st, ans = request(d, "DELETE", base + "?path=/work")
+    assert st == 405 and "use GET (copy out of the job) or PUT (copy into it)" in error_of(ans)[0], ans
+    for q, says in (("", "say which path in the job"), ("?path=work/file", "is not an absolute path"),
+                    ("?path=/", "the job's whole root is not copied"),
+                    ("?path=/work/..", "the job's whole root is not copied")):
+        st, ans = request(d, "GET", base + q)
+        msg, field = error_of(ans)
+        assert st == 400 and field == "path" and says in msg and "e.g. /work" in msg, (q, ans)
+    # the root may be looked at (stat), not copied
+    st, ans = request(d, "GET", base + "?path=/&stat=1")
+    assert st == 200 and ans["type"] == "dir", ans
+
+
+def test_a_copy_path_with_dot_dot_is_resolved_as_a_root_would(d, work_job):
+    """/work/sub/../file is /work/file (it was /file: '..' dropped two directories)."""
+    for path in ("/work/sub/../file", "/work/./sub//../file", "/tmp/../work/sub/../file"):
+        st, ans = request(d, "GET", f"/v1/jobs/{work_job}/archive?path={path}&stat=1")
+        assert st == 200 and ans["path"] == "/work/file" and ans["type"] == "file", (path, ans)
+    c = UnixHTTPConnection(d.sock, timeout=60)
+    c.request("GET", f"/v1/jobs/{work_job}/archive?path=/work/sub/../file")
+    r = c.getresponse()
+    raw = r.read()
+    c.close()
+    assert r.status == 200, raw[:300]
+    with tarfile.open(fileobj=io.BytesIO(raw)) as t:
+        assert t.extractfile(t.getmembers()[0]).read() == b"in-file\n"
+
+
+def test_copy_of_a_job_not_started_suspended_or_ended(d):
+    """A held job has not started: nothing is copied out of it or into it, as for a queued one
+    (it was: its /work copied out, and written into before its command ran)."""
+    held = d.submit("sh", "-c", "echo later > /work/x", hold=True)
+    assert d.job(held)["status"] == "HELD"
+    st, ans = request(d, "GET", f"/v1/jobs/{held}/archive?path=/work")
+    assert st == 409 and "has not started: it has no files to copy yet" in error_of(ans)[0], ans
+    st, ans = head_only(d, "PUT", f"/v1/jobs/{held}/archive?path=/work", len(tar_of({"planted": b"x"})))
+    assert st == 409 and "has not started" in error_of(ans)[0], ans
+    d.api("POST", f"/v1/jobs/{held}/cancel")
+    # a suspended job: its /work is copied, its root is not, and the answer does not say it ended
+    jid = d.submit("sh", "-c", "echo frozen > /work/f && exec sleep 600")
+    d.wait_status(jid, "RUNNING")
+    wait_for(lambda: os.path.exists(os.path.join(d.work(jid), "f")), "the job's /work/f")
+    st, ans = d.api("POST", f"/v1/jobs/{jid}/suspend")
+    assert st == 200, ans
+    d.wait_status(jid, "SUSPENDED")
+    st, ans = request(d, "GET", f"/v1/jobs/{jid}/archive?path=/etc/hostname&stat=1")
+    msg = error_of(ans)[0]
+    assert st == 409 and "only its /work can be copied" in msg and "ended" not in msg and "SUSPENDED" in msg, ans
+    st, ans = request(d, "GET", f"/v1/jobs/{jid}/archive?path=/work/f&stat=1")
+    assert st == 200 and ans["bytes"] == 7, ans
+    d.api("POST", f"/v1/jobs/{jid}/stop")
+    done, _, _ = d.run("sh", "-c", "echo kept > /work/kept")
+    st, ans = request(d, "GET", f"/v1/jobs/{done['id']}/archive?path=/etc/hostname&stat=1")
+    msg = error_of(ans)[0]
+    assert st == 409 and "has ended and its root went with it" in msg and "only its /work can be copied" in msg, ans
+    st, ans = request(d, "GET", f"/v1/jobs/{done['id']}/archive?path=/work/kept&stat=1")
+    assert st == 200 and ans["bytes"] == 5, ans
