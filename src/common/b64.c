@@ -40,13 +40,11 @@ static int val(char c)
     return -1;
 }
 
-void *b64_decode(const char *s, size_t slen, size_t *outlen)
+/* The decoding of s into out (NULL: only counted): its length, or -1 when s is malformed. */
+static long long walk(const char *s, size_t slen, unsigned char *out)
 {
     if (slen % 4)
-        return NULL;
-    unsigned char *out = malloc(b64_decoded_max(slen));
-    if (!out)
-        return NULL;
+        return -1;
     size_t o = 0;
     for (size_t i = 0; i < slen; i += 4) {
         int a = val(s[i]), b = val(s[i + 1]);
@@ -54,17 +52,45 @@ void *b64_decode(const char *s, size_t slen, size_t *outlen)
         int c = (last && s[i + 2] == '=') ? -2 : val(s[i + 2]);
         int d = (last && s[i + 3] == '=') ? -2 : val(s[i + 3]);
         if (a < 0 || b < 0 || c == -1 || d == -1 || (c == -2 && d != -2))
-            goto bad;
-        out[o++] = (unsigned char)(a << 2 | b >> 4);
+            return -1;
+        if (out)
+            out[o] = (unsigned char)(a << 2 | b >> 4);
+        o++;
         if (c >= 0) {
-            out[o++] = (unsigned char)((b & 15) << 4 | c >> 2);
-            if (d >= 0)
-                out[o++] = (unsigned char)((c & 3) << 6 | d);
+            if (out)
+                out[o] = (unsigned char)((b & 15) << 4 | c >> 2);
+            o++;
+            if (d >= 0) {
+                if (out)
+                    out[o] = (unsigned char)((c & 3) << 6 | d);
+                o++;
+            }
         }
     }
-    *outlen = o;
+    return (long long)o;
+}
+
+void *b64_decode(const char *s, size_t slen, size_t *outlen)
+{
+    if (slen % 4)
+        return NULL;
+    unsigned char *out = malloc(b64_decoded_max(slen));
+    if (!out)
+        return NULL;
+    long long n = walk(s, slen, out);
+    if (n < 0) {
+        free(out);
+        return NULL;
+    }
+    *outlen = (size_t)n;
     return out;
-bad:
-    free(out);
-    return NULL;
+}
+
+int b64_decoded_len(const char *s, size_t slen, size_t *outlen)
+{
+    long long n = walk(s, slen, NULL);
+    if (n < 0)
+        return -1;
+    *outlen = (size_t)n;
+    return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "b64.h"
 #include "jsonx.h"
 #include "log.h"
 #include "util.h"
@@ -1725,6 +1726,16 @@ static int check_uploads(const job_req *r, jerr *e)
         if (!strcmp(u->type, "file")) {
             b64 |= u->content_b64 != NULL;
             streamed |= !u->content_b64 && u->size > 0;
+            /* (here, not when the file is written: a workflow's jobs are made after it is
+             * committed, and one refused then left the workflow made and its jobs not) */
+            size_t len;
+            if (u->content_b64 && b64_decoded_len(u->content_b64, strlen(u->content_b64), &len) < 0)
+                rc = jerr_field(e, "uploads", "uploads: '%.200s': content_b64 is not valid base64 (the standard "
+                                              "alphabet, padded with '=')", u->path);
+            else if (u->content_b64 && u->size >= 0 && (uint64_t)u->size != len)
+                rc = jerr_field(e, "uploads", "uploads: '%.200s': size %lld does not match its content_b64 (%zu "
+                                              "bytes); give the decoded length, or no size", u->path,
+                                (long long)u->size, len);
         }
     }
     json_decref(dirs);

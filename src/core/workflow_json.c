@@ -536,7 +536,9 @@ bool workflow_json_streamed(const wf_body *b)
         size_t k;
         json_array_foreach(ups, k, u) {
             json_t *size = json_object_get(u, "size");
-            if (json_is_integer(size) && json_integer_value(size) > 0 && !json_object_get(u, "content_b64"))
+            /* (a content_b64 of null is none, as a job's request reads it: common/jobreq.c) */
+            json_t *b64 = json_object_get(u, "content_b64");
+            if (json_is_integer(size) && json_integer_value(size) > 0 && (!b64 || json_is_null(b64)))
                 return true;
         }
     }

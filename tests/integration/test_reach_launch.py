@@ -18,6 +18,7 @@ is reached here and its answer checked.
 
 One daemon for the module; its last test restarts it, then stops it."""
 import base64
+import hashlib
 import http.client
 import io
 import json
@@ -195,3 +196,125 @@ def test_copy_of_a_job_not_started_suspended_or_ended(d):
     assert st == 409 and "has ended and its root went with it" in msg and "only its /work can be copied" in msg, ans
     st, ans = request(d, "GET", f"/v1/jobs/{done['id']}/archive?path=/work/kept&stat=1")
     assert st == 200 and ans["bytes"] == 5, ans
+
+
+def attach(d, jid):
+    """An attach over joblet's socket as root: the socket, once answered 101."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(d.sock)
+    s.sendall(f"POST /v1/jobs/{jid}/attach HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+              f"Content-Length: 0\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        assert c, head
+        head += c
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return s
+
+
+def test_an_attach_to_a_job_that_ends_before_it_starts_says_why(d):
+    """The attach waits for the job's terminal; the job is canceled first: joblet says so on
+    stderr, then the exit frame with the code a client exits with (1: it never ran)."""
+    jid = d.submit("sh", "-c", "echo never", tty=True, hold=True)
+    s = attach(d, jid)
+    try:
+        wait_for(lambda: any(e[0] == "attached" for e in d.events(jid)), "the attach recorded")
+        st, ans = d.api("POST", f"/v1/jobs/{jid}/cancel")
+        assert st == 200, ans
+        got = frames(s)
+    finally:
+        s.close()
+    err = b"".join(p for ch, p in got if ch == 2).decode()
+    assert f"joblet: job {jid[:8]} ended (CANCELED" in err and "before its terminal could be attached" in err, got
+    assert got[-1] == (4, 1), got
+    assert not [p for ch, p in got if ch == 1], got   # nothing of the job's: it never ran
+
+
+def staged_bytes(d):
+    """The bytes of the files of uploads still arriving (.incoming-* under the state directory:
+    <state>/jobs, or its owner's /work filesystem under jobs.work_quota)."""
+    n = 0
+    for dp, _, fs in os.walk(d.state):
+        if "/.incoming-" in dp:
+            n += sum(os.lstat(os.path.join(dp, f)).st_size for f in fs)
+    return n
+
+
+def incoming_dirs(d):
+    """The directories of uploads still arriving, wherever they are staged."""
+    return [os.path.join(dp, x) for dp, ds, _ in os.walk(d.state) for x in ds if x.startswith(".incoming-")]
+
+
+def test_a_second_put_of_an_upload_under_way_is_409_and_the_first_goes_on(d):
+    data = bytes(range(256)) * 40   # 10240 bytes
+    st, ans = d.api("POST", "/v1/jobs", {"command": "sh", "args": ["-c", "wc -c < a.bin; sha256sum < a.bin"],
+                                         "uploads": [{"path": "a.bin", "size": len(data)}]})
+    assert st == 202, ans
+    path = ans["upload"]["path"]
+    first = socket.socket(socket.AF_UNIX)
+    first.settimeout(60)
+    first.connect(d.sock)
+    try:
+        first.sendall(f"PUT {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data[:100])
+        # the first PUT is under way once its first bytes are written (a second PUT before would
+        # be the one under way)
+        wait_for(lambda: staged_bytes(d) >= 100, "the first PUT's bytes staged")
+        st, ans = head_only(d, "PUT", path, len(data))
+        assert st == 409 and f"upload {path.rsplit('/', 1)[1]} is already being sent" in error_of(ans)[0], ans
+        first.sendall(data[100:])
+        r = http.client.HTTPResponse(first)
+        r.begin()
+        job = json.loads(r.read())
+        assert r.status == 201, job
+    finally:
+        first.close()
+    done = d.wait(job["id"])
+    assert done["status"] == "COMPLETED" and d.output(job["id"]) == \
+        f"{len(data)}\n{hashlib.sha256(data).hexdigest()}  -\n", d.output(job["id"])
+
+
+def test_a_workflows_uploads_one_way_and_within_the_limit_together(d):
+    from test_workflows import job
+    before = len(d.api("GET", "/v1/workflows")[1]["workflows"])
+    streamed = job("a", "true", uploads=[{"path": "x", "size": 5}])
+    inline = job("b", "true", uploads=[{"path": "y", "content_b64": base64.b64encode(b"hi").decode()}])
+    st, ans = d.api("POST", "/v1/workflows", {"name": "two-ways", "jobs": [streamed, inline]})
+    msg, field = error_of(ans)
+    assert st == 400 and field == "jobs[1].request.uploads", ans
+    assert "job 'b': uploads: 'y' carries content_b64, but this workflow's files follow the request" in msg, ans
+    # each job within jobs.max_upload_bytes (256MB), the two together over it
+    big = 150 << 20
+    st, ans = d.api("POST", "/v1/workflows", {"name": "too-big", "jobs": [
+        job("a", "true", uploads=[{"path": "x", "size": big}]), job("b", "true", uploads=[{"path": "y", "size": big}])]})
+    assert st == 413, ans
+    assert f"the workflow's jobs upload {2 * big} bytes together, over the limit of {256 << 20} bytes " \
+           "(jobs.max_upload_bytes)" in error_of(ans)[0], ans
+    # nothing made of either
+    assert len(d.api("GET", "/v1/workflows")[1]["workflows"]) == before
+    assert not incoming_dirs(d)
+
+
+def test_a_workflows_inline_upload_that_does_not_match_its_size_is_refused_whole(d):
+    """Refused as a job's is (400 naming the field), before anything is made; it was accepted
+    (201), and the workflow stayed PENDING for ever, its jobs never made ("DELETED")."""
+    from test_workflows import job
+    before = len(d.api("GET", "/v1/workflows")[1]["workflows"])
+    for up, says in (({"path": "x", "size": 5, "content_b64": "aGk="}, "size 5 does not match its content_b64 (2 bytes)"),
+                     ({"path": "x", "content_b64": "a!=="}, "content_b64 is not valid base64")):
+        st, ans = d.api("POST", "/v1/workflows", {"name": "bad-b64", "jobs": [
+            job("ok", "true"), job("a", "true", requires=[("ok", "COMPLETED")], uploads=[up])]})
+        msg, field = error_of(ans)
+        assert st == 400 and field == "jobs[1].request.uploads" and says in msg, (up, ans)
+        st, ans = d.api("POST", "/v1/jobs", {"command": "true", "uploads": [up]})
+        assert st == 400 and error_of(ans)[1] == "uploads" and says in error_of(ans)[0], (up, ans)
+    assert len(d.api("GET", "/v1/workflows")[1]["workflows"]) == before
+    # content_b64 null is none, in a workflow as in a job: its bytes follow (a PUT)
+    up = {"path": "x", "size": 3, "content_b64": None}
+    st, ans = d.api("POST", "/v1/workflows", {"name": "null-b64", "jobs": [job("a", "cat x", uploads=[up])]})
+    assert st == 202, ans
+    st, wf = request(d, "PUT", ans["upload"]["path"], b"abc")
+    assert st == 201, wf
+    jid = wf["jobs"][0]["job_id"]
+    assert d.wait(jid)["status"] == "COMPLETED" and d.output(jid) == "abc", d.output(jid)

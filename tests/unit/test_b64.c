@@ -93,6 +93,9 @@ static void test_roundtrip_all_bytes(void **state)
         assert_non_null(dec);
         assert_int_equal(n, len);
         assert_memory_equal(dec, all, len);
+        size_t counted = 999;   /* b64_decoded_len: the same length, without decoding */
+        assert_int_equal(b64_decoded_len(enc, strlen(enc), &counted), 0);
+        assert_int_equal(counted, len);
         free(dec);
         free(enc);
     }
@@ -161,12 +164,15 @@ static void test_decode_malformed(void **state)
             free(dec);
             fail_msg("b64_decode accepted malformed input #%zu '%s'", i, bad[i]);
         }
+        if (b64_decoded_len(bad[i], strlen(bad[i]), &n) == 0)
+            fail_msg("b64_decoded_len accepted malformed input #%zu '%s'", i, bad[i]);
     }
 
     /* An embedded NUL is a malformed character, not an end of input. */
     const char nul[] = {'Z', 'm', '\0', 'v'};
     size_t n = 0;
     assert_null(b64_decode(nul, sizeof nul, &n));
+    assert_int_equal(b64_decoded_len(nul, sizeof nul, &n), -1);
 }
 
 /* ---- UTF-8 -------------------------------------------------------------------------- */
