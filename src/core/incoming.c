@@ -255,14 +255,14 @@ static incoming *open_workflow(wf_body *b, const caller *who, bool inline_, jerr
         total += jobreq_uploads_declared(&c.reqs[i]);
         for (size_t k = 0; k < c.reqs[i].nuploads; k++) {
             const jobreq_upload *up = &c.reqs[i].uploads[k];
-            if (inline_ ? up->content_b64 || up->size <= 0 : !up->content_b64)
+            /* (inline: no file has its bytes to follow, or the workflow would be streamed,
+             * workflow_json_streamed) */
+            if (inline_ || !up->content_b64)
                 continue;
             char field[64];
             snprintf(field, sizeof field, "jobs[%zu].request.uploads", i);
-            jerr_field(e, field, "job '%s': uploads: '%.200s' %s, but this workflow's files %s; send every job's "
-                                 "files one way",
-                       b->jobs[i].name, up->path, inline_ ? "has its bytes to follow" : "carries content_b64",
-                       inline_ ? "come with the request" : "follow the request");
+            jerr_field(e, field, "job '%s': uploads: '%.200s' carries content_b64, but this workflow's files follow "
+                                 "the request; send every job's files one way", b->jobs[i].name, up->path);
             workflow_checked_free(&c);
             return NULL;
         }
