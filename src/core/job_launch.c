@@ -577,9 +577,15 @@ static void finalize(job *j)
     }
     if (!have) {
         free(j->error);
-        char msg[256];
-        snprintf(msg, sizeof msg, "the job's shim (pid %d) ended without recording how the job ended; see %s/%s",
-                 (int)j->shim_pid, dir, SHIM_LOG);
+        /* its log only when it wrote one (it is made with the shim's first line) */
+        char msg[1024], log[760];
+        snprintf(log, sizeof log, "%s/%s", dir, SHIM_LOG);
+        bool logged = access(log, F_OK) == 0;
+        snprintf(msg, sizeof msg, "the job's shim (pid %d) ended without recording how the job ended%s%s",
+                 (int)j->shim_pid,
+                 logged ? "; see " : " and wrote no " SHIM_LOG ": it was killed (SIGKILL, the kernel's OOM killer: "
+                                     "the kernel's log says which) or it crashed",
+                 logged ? log : "");
         j->error = xstrdup(msg);
         j->shim_pid = 0;
         job_finish(j, JS_FAILED, "lost");

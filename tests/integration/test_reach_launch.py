@@ -318,3 +318,45 @@ def test_a_workflows_inline_upload_that_does_not_match_its_size_is_refused_whole
     assert st == 201, wf
     jid = wf["jobs"][0]["job_id"]
     assert d.wait(jid)["status"] == "COMPLETED" and d.output(jid) == "abc", d.output(jid)
+
+
+def cgroup_procs(d, jid):
+    """The processes left in the job's cgroups, in every hierarchy that has one."""
+    rel = os.path.join(d.cgroup_root, d.job_cgroup(jid))
+    out = set()
+    for base in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"):
+        for dp, _, fs in os.walk(os.path.join(base, rel)):
+            if "cgroup.procs" in fs:
+                try:
+                    out |= set(open(os.path.join(dp, "cgroup.procs")).read().split())
+                except OSError:
+                    pass
+    return out
+
+
+def test_a_shim_killed_under_its_job_ends_it_lost_and_nothing_runs_on(d):
+    mark = "reach-lost-" + uuid.uuid4().hex[:8]
+    jid = d.submit("sh", "-c", f"sleep 600; echo {mark}")
+    job = d.wait_status(jid, "RUNNING")
+    wait_for(lambda: cgroup_procs(d, jid), "the job's processes in its cgroup")
+    os.kill(job["shim_pid"], signal.SIGKILL)
+    done = d.wait(jid)
+    assert done["status"] == "FAILED" and done["end_reason"] == "lost", done
+    # it names its log only where there is one (it named a shim.log that did not exist)
+    log = os.path.join(d.state, "jobs", jid, "shim.log")
+    said = f"the job's shim (pid {job['shim_pid']}) ended without recording how the job ended"
+    if os.path.exists(log):
+        assert done["error"] == f"{said}; see {log}", done
+    else:
+        assert done["error"].startswith(said + " and wrote no shim.log: it was killed (SIGKILL"), done
+    # nothing of the job runs on: its processes went with it
+    wait_for(lambda: not cgroup_procs(d, jid), "the job's cgroups empty")
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and mark in open_cmdline(p)]
+
+
+def open_cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
