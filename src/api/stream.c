@@ -9,6 +9,7 @@
 #include "../common/util.h"
 
 static stream_held *holds; /* every connection held now */
+static bool stopping;      /* stream_stop_all was called: nothing is held from now on */
 
 static void unlist(stream_held *h)
 {
@@ -66,6 +67,14 @@ void stream_hold_fd(stream_held *h, struct MHD_Connection *conn, int fd, unsigne
 {
     if (h->held)
         return;
+    if (stopping) {
+        /* as if its client had gone: libmicrohttpd's stop aborts the daemon while a connection is
+         * suspended (a copy's body that found its helper's pipe full again, once released) */
+        h->hung_up = true;
+        if (on_hangup)
+            on_hangup(arg);
+        return;
+    }
     h->conn = conn;
     h->on_hangup = on_hangup;
     h->arg = arg;
@@ -157,6 +166,7 @@ void stream_wait_fd(stream *s, int fd) { s->wait_fd = fd; }
 
 void stream_stop_all(void)
 {
+    stopping = true;
     while (holds) {
         stream_held *h = holds;
         h->hung_up = true; /* a stream's reader ends it cut short; a held request runs and answers */

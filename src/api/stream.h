@@ -69,7 +69,8 @@ void stream_wake(void *s);
 void stream_wait_fd(stream *s, int fd);
 
 /* Every held connection and waiting stream is let go (streams end cut short): the server stops,
- * and libmicrohttpd stops only without suspended connections. */
+ * and libmicrohttpd stops only without suspended connections. From then on a hold is not taken:
+ * the holder hears a hang-up at once (its on_hangup). */
 void stream_stop_all(void);
 
 #endif

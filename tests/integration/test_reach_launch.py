@@ -2,21 +2,21 @@
 suite, 2026-12-05, scripts/coverage_by_file.py): untested behaviour is where bugs hide, so each
 is reached here and its answer checked.
 
-- the refusals of an exec, an attach and a copy (the method, the upgrade, the body, the path,
-  another user's job, a job not started or ended): the status, and a message that names the field
-  and what would be accepted;
-- a copy's path with '..' in it names what a root would resolve it to (it dropped one directory
-  too many);
-- an attach to a job that ends before it starts: joblet says why and the job's exit code;
-- a streamed upload whose PUT is sent twice at once (409; the first goes on, nothing lost), a
-  workflow's uploads sent two ways, or over jobs.max_upload_bytes together (nothing created);
-- a shim killed under its running job: the job ends FAILED ("lost"), naming the shim's log, and
-  nothing of it runs on;
-- a cgroup of a job the database does not hold, with a process in it: killed and removed when
-  joblet starts;
-- joblet stopped with a terminal, an exec and a copy open: each ended, nothing left running.
+- the refusals of an exec, an attach and a copy (the method, the upgrade, the body, the path, a
+  job held, suspended or ended): the status, and a message that names the field and what would
+  be accepted;
+- a copy's path with '..' in it is what a root resolves (it dropped one directory too many);
+- an attach to a job canceled before it started: joblet says why, and the exit code;
+- uploads: a second PUT of one under way (409; the first goes on, nothing lost); a workflow's
+  files sent two ways, over jobs.max_upload_bytes together, or with a content_b64 that does not
+  match its size (refused whole, nothing made: it was made, and stuck PENDING);
+- a shim killed under its running job: the job ends FAILED ("lost"), its error naming a log only
+  where there is one, and nothing of it runs on;
+- joblet stopped with a terminal, an exec and a copy open: each ended, joblet exits 0, the job
+  runs on; a cgroup of a job the database does not hold, a process in it: killed and removed at
+  the next start.
 
-One daemon for the module; its last test restarts it, then stops it."""
+One daemon for the module (its last two tests stop and start it again)."""
 import base64
 import hashlib
 import http.client
@@ -25,7 +25,6 @@ import json
 import os
 import signal
 import socket
-import struct
 import subprocess
 import tarfile
 import time
@@ -33,11 +32,8 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, Daemon, UnixHTTPConnection, api_as, need_root, need_setpriv, wait_for
+from conftest import Daemon, UnixHTTPConnection, need_root, need_setpriv, wait_for
 from test_terminal import frames
-
-OTHER = (4397, 4397)
-
 
 @pytest.fixture(scope="module")
 def d():
@@ -360,3 +356,112 @@ def open_cmdline(pid):
             return f.read().decode(errors="replace")
     except OSError:
         return ""
+
+
+def upgraded(d, method, path, body=b"", length=None):
+    """A request asking Upgrade: tcp, its body sent whole (or its first bytes, with length the
+    Content-Length): the socket and the answer's status line."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(d.sock)
+    s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+              f"Content-Type: application/json\r\nContent-Length: {len(body) if length is None else length}\r\n"
+              f"\r\n".encode() + body)
+    return s
+
+
+def read_status(s):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        assert c, head
+        head += c
+    return int(head.split(b" ", 2)[1])
+
+
+def exec_helpers(jid):
+    """The pids of joblet's exec helpers (joblet-exec JOB SHIM_PID) at work for job jid."""
+    return [p for p in os.listdir("/proc") if p.isdigit() and open_cmdline(p).startswith(f"joblet-exec\0{jid}\0")]
+
+
+def test_joblet_stopped_with_a_terminal_an_exec_and_a_copy_open_ends_each(d, work_job):
+    """Each is ended (the client's stream closes, the helpers go), joblet exits cleanly, and the
+    job runs on, adopted again at the next start."""
+    term = attach(d, work_job)
+    exe = upgraded(d, "POST", f"/v1/jobs/{work_job}/exec", json.dumps({"command": "sleep", "args": ["300"]}).encode())
+    assert read_status(exe) == 101
+    wait_for(lambda: exec_helpers(work_job), "the exec's helper at work")
+    # a copy into the job, its body a part sent: its helper waits for the rest
+    tar = tar_of({"big": os.urandom(4 << 20)})
+    cp = socket.socket(socket.AF_UNIX)
+    cp.settimeout(60)
+    cp.connect(d.sock)
+    cp.sendall(f"PUT /v1/jobs/{work_job}/archive?path=/work HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-tar\r\n"
+               f"Content-Length: {len(tar)}\r\n\r\n".encode() + tar[:4096])
+    copies = wait_for(lambda: [p for p in os.listdir("/proc") if p.isdigit() and
+                               open_cmdline(p).startswith("joblet-copy\0in\0")], "the copy's helper at work")
+    # the helper stopped, the body sent until joblet reads no more: its pipe to the helper is full,
+    # and the connection waits for room (suspended: libmicrohttpd aborted a stop with one so)
+    for p in copies:
+        os.kill(int(p), signal.SIGSTOP)
+    cp.setblocking(False)
+    sent, idle = 4096, 0
+    while sent < len(tar) and idle < 20:
+        try:
+            sent += cp.send(tar[sent:sent + 65536])
+            idle = 0
+        except BlockingIOError:
+            idle += 1
+            time.sleep(0.1)
+    assert sent < len(tar), "joblet read the whole body with its helper stopped"
+    try:
+        d.proc.send_signal(signal.SIGTERM)
+        assert d.proc.wait(timeout=60) == 0, d.log()[-3000:]
+        for s in (term, exe):
+            s.settimeout(30)
+            while s.recv(65536):
+                pass   # (what was under way, then the end of the stream: no hang)
+        assert not exec_helpers(work_job)
+        wait_for(lambda: not [p for p in copies if os.path.exists(f"/proc/{p}") and
+                              open(f"/proc/{p}/stat").read().split()[2] != "Z"], "the copy's helper ended")
+    finally:
+        for p in copies:   # (ended by joblet: SIGKILL ends a stopped process; else by this)
+            try:
+                os.kill(int(p), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for s in (term, exe, cp):
+            s.close()
+        d.start()
+    assert d.job(work_job)["status"] == "RUNNING"
+    # what the copy wrote is the job's (a copy stopped half way leaves it, docs/api.md); no more
+    assert not os.path.exists(os.path.join(d.work(work_job), "big")) or \
+        os.path.getsize(os.path.join(d.work(work_job), "big")) < (1 << 20)
+
+
+def test_a_cgroup_of_a_job_the_database_does_not_hold_is_killed_and_removed_at_the_start(d):
+    """As a shim forked by a joblet killed before it committed the job leaves it: its process in
+    the job's cgroups (cgroup2's and v1 pids'), no row. The next start kills it and removes them."""
+    d.stop()
+    ghost = str(uuid.uuid4())
+    cgs = [os.path.join(base, d.cgroup_root, "user-0", ghost) for base in ("/sys/fs/cgroup/unified",
+                                                                          "/sys/fs/cgroup/pids")
+           if os.path.isdir(os.path.join(base, d.cgroup_root))]
+    assert cgs, "no cgroup tree of the daemon's"
+    p = subprocess.Popen(["sleep", "300"])
+    try:
+        for cg in cgs:
+            os.makedirs(cg)
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+        d.start()
+        assert p.wait(timeout=60) == -signal.SIGKILL
+        assert not [cg for cg in cgs if os.path.exists(cg)]
+        assert f"cgroup of job {ghost}, which the database does not hold: 1 processes killed" in d.log()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for cg in cgs:
+            if os.path.isdir(cg):
+                os.rmdir(cg)
