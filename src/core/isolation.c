@@ -114,6 +114,8 @@ static int capture(const char *const *argv, char *out, size_t len)
         memcpy(out + n, buf, take);
         n += take;
     }
+    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
+        n--; /* (its last newline: the text goes into a sentence) */
     out[n] = 0;
     close(fd);
     int st;

@@ -465,3 +465,40 @@ def test_a_cgroup_of_a_job_the_database_does_not_hold_is_killed_and_removed_at_t
         for cg in cgs:
             if os.path.isdir(cg):
                 os.rmdir(cg)
+
+
+FAKE_RUNSC = """#!/bin/sh
+case "$1" in
+--version) echo "runsc version 0.0~20240101.0"; echo "spec: 1.1.0" ;;
+flags) echo "flags: no such subcommand" >&2; exit 2 ;;
+--help) echo "Usage: runsc <flags> <subcommand> <subcommand args>"; echo "  -platform string  ptrace, kvm" ;;
+*) exit 1 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("script,platform,why", [
+    ("#!/bin/sh\necho 'runsc: cannot start: broken install'\nexit 3\n", "",
+     "--version failed: runsc: cannot start: broken install"),
+    (FAKE_RUNSC, "systrap", "isolation.platform is systrap, which runsc 0.0~20240101.0 does not have"),
+    (FAKE_RUNSC, "kvm", "isolation.platform is kvm, but /dev/kvm: "),
+])
+def test_a_runsc_that_cannot_serve_is_named_and_its_jobs_refused(fresh_daemon, tmp_path, script, platform, why):
+    """isolation.runsc and isolation.platform as an admin sets them: gVisor is unavailable, the
+    version says why, and a gVisor job is refused saying so; native jobs run."""
+    if platform == "kvm" and os.access("/dev/kvm", os.R_OK | os.W_OK):
+        pytest.skip("/dev/kvm is usable here")
+    runsc = tmp_path / "runsc"
+    runsc.write_text(script)
+    runsc.chmod(0o755)
+    os.chmod(tmp_path, 0o755)
+    d = fresh_daemon(f"isolation:\n  runsc: {runsc}\n" + (f"  platform: {platform}\n" if platform else ""))
+    st, v = d.api("GET", "/v1/version")
+    gv = next(m for m in v["isolation"]["modes"] if m["name"] == "gvisor")
+    assert gv["available"] is False and why in gv["why"] and gv["runsc"] == str(runsc), gv
+    assert not gv["why"][-1].isspace(), gv   # (a failing runsc's output ended it with its newline)
+    st, ans = d.api("POST", "/v1/jobs", {"command": "true", "isolation": "gvisor"})
+    assert st == 400 and ans["error"]["field"] == "isolation" and \
+        ans["error"]["message"] == f"isolation: gvisor is not available on this machine: {gv['why']}", ans
+    job, _, _ = d.run("true")
+    assert job["status"] == "COMPLETED", job
