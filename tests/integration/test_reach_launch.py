@@ -16,7 +16,13 @@ is reached here and its answer checked.
   runs on; a cgroup of a job the database does not hold, a process in it: killed and removed at
   the next start.
 
-One daemon for the module (its last two tests stop and start it again)."""
+- an attach, an exec and a copy whose clients go before the answer give back the descriptors
+  they took (joblet_connection_files);
+- a runsc that cannot serve (its --version failing, a platform it lacks, kvm without /dev/kvm):
+  gVisor unavailable, the version and every gVisor job's refusal say why.
+
+One daemon for the module (two of its tests stop and start it again); the runsc tests have one
+each, for their configuration."""
 import base64
 import hashlib
 import http.client
@@ -502,3 +508,22 @@ def test_a_runsc_that_cannot_serve_is_named_and_its_jobs_refused(fresh_daemon, t
         ans["error"]["message"] == f"isolation: gvisor is not available on this machine: {gv['why']}", ans
     job, _, _ = d.run("true")
     assert job["status"] == "COMPLETED", job
+
+
+def test_streams_whose_clients_go_before_the_answer_give_back_what_they_took(d, work_job):
+    """An attach, an exec and a copy whose clients close as soon as they asked: what each took of
+    the connections' descriptors is given back (a leak would leave the gauge up, and in the end
+    refuse every terminal of the machine). (Here joblet upgrades them before it sees the close:
+    the end of a connection before its 101, attach.c's free_unused, is not reached.)"""
+    base = d.metric("joblet_connection_files")
+    assert base is not None
+    body = json.dumps({"command": "true"}).encode()
+    for _ in range(10):
+        for s in (upgraded(d, "POST", f"/v1/jobs/{work_job}/attach"),
+                  upgraded(d, "POST", f"/v1/jobs/{work_job}/exec", body),
+                  upgraded(d, "GET", f"/v1/jobs/{work_job}/archive?path=/work/file")):
+            s.close()
+    wait_for(lambda: d.metric("joblet_connection_files") == base, "the descriptors given back")
+    # and a terminal still attaches
+    s = attach(d, work_job)
+    s.close()
