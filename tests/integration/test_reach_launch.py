@@ -18,6 +18,7 @@ is reached here and its answer checked.
 
 - an attach, an exec and a copy whose clients go before the answer give back the descriptors
   they took (joblet_connection_files);
+- a gVisor job requeued runs again, in a sandbox of its own;
 - a runsc that cannot serve (its --version failing, a platform it lacks, kvm without /dev/kvm):
   gVisor unavailable, the version and every gVisor job's refusal say why.
 
@@ -527,3 +528,24 @@ def test_streams_whose_clients_go_before_the_answer_give_back_what_they_took(d, 
     # and a terminal still attaches
     s = attach(d, work_job)
     s.close()
+
+
+def test_a_gvisor_job_requeued_runs_again_in_a_sandbox_of_its_own(d):
+    """A requeued gVisor job's next run lets go of its run before's sandbox uid and takes one again
+    (job_launch's launch: the branch no test reached)."""
+    modes = d.api("GET", "/v1/version")[1]["isolation"]["modes"]
+    if not any(m["name"] == "gvisor" and m["available"] for m in modes):
+        pytest.skip("gVisor is not available here")
+    jid = d.submit("sh", "-c", "echo run-$(id -u); exec sleep 600", isolation="gvisor")
+    d.wait_status(jid, "RUNNING", timeout=120)
+    wait_for(lambda: "run-" in d.output(jid), "the first run's line", timeout=120)
+    st, ans = d.api("POST", f"/v1/jobs/{jid}/requeue")
+    assert st == 200, ans
+    wait_for(lambda: d.output(jid).count("run-") == 2, "the second run's line", timeout=120)
+    job = d.job(jid)
+    assert job["status"] == "RUNNING" and job["preemptions"] == 1, job
+    # both runs as the job's uid in their sandbox, the first ended by the requeue, the second started
+    assert d.output(jid) == f"run-{job['uid']}\n" * 2, d.output(jid)
+    assert [e for e, _ in d.events(jid)].count("started") == 2, d.events(jid)
+    d.api("POST", f"/v1/jobs/{jid}/stop")
+    assert d.wait(jid, timeout=120)["status"] == "STOPPED"
