@@ -5,6 +5,8 @@ is reached here and its answer checked.
 - the refusals of an exec, an attach and a copy (the method, the upgrade, the body, the path, a
   job held, suspended or ended): the status, and a message that names the field and what would
   be accepted;
+- a copy into a job over jobs.max_upload_bytes (its files' sizes, or the archive's own bytes): 413
+  naming it;
 - a copy's path with '..' in it is what a root resolves (it dropped one directory too many);
 - an attach to a job canceled before it started: joblet says why, and the exit code;
 - uploads: a second PUT of one under way (409; the first goes on, nothing lost); a workflow's
@@ -168,6 +170,44 @@ def test_a_copy_path_with_dot_dot_is_resolved_as_a_root_would(d, work_job):
     assert r.status == 200, raw[:300]
     with tarfile.open(fileobj=io.BytesIO(raw)) as t:
         assert t.extractfile(t.getmembers()[0]).read() == b"in-file\n"
+
+
+def test_a_copy_in_over_jobs_max_upload_bytes_is_413_naming_it(d, work_job):
+    """The helper refuses at the entry's header (its size declared): 413 with its words (the
+    helper's EFBIG, which no test reached: rnx checks the size before it sends)."""
+    ti = tarfile.TarInfo("huge.bin")
+    ti.size = 300 << 20   # over the default jobs.max_upload_bytes, 256MB; its bytes never sent
+    head = ti.tobuf(format=tarfile.USTAR_FORMAT) + bytes(64 << 10)
+    st, ans = request(d, "PUT", f"/v1/jobs/{work_job}/archive?path=/work", head,
+                      {"Content-Type": "application/x-tar"})
+    assert st == 413 and f"the files hold more than {256 << 20} bytes (jobs.max_upload_bytes)" in \
+        error_of(ans)[0], ans
+    assert not os.path.lexists(os.path.join(d.work(work_job), "huge.bin"))
+
+
+def test_a_copy_in_whose_archive_outgrows_the_bound_is_413(fresh_daemon):
+    """The archive's bytes beyond what its files may hold (jobs.max_upload_bytes, an eighth more
+    and 16 MiB for the tar's own headers): 413 once joblet stops reading it, and the file after
+    the bound is not written. Its bytes here are pax headers' (no file's: the helper's own bound
+    does not see them)."""
+    d = fresh_daemon("jobs:\n  max_upload_bytes: 4KB\n")
+    jid = d.submit("sh", "-c", "exec sleep 600")
+    d.wait_status(jid, "RUNNING")
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for i in range(20):   # (libarchive takes a pax header of up to 1 MiB)
+            ti = tarfile.TarInfo(f"d{i}")
+            ti.type = tarfile.DIRTYPE
+            ti.pax_headers = {"comment": "x" * 950_000}
+            t.addfile(ti)
+        ti = tarfile.TarInfo("small.txt")
+        ti.size = 3
+        t.addfile(ti, io.BytesIO(b"abc"))
+    st, ans = request(d, "PUT", f"/v1/jobs/{jid}/archive?path=/work", b.getvalue(),
+                      {"Content-Type": "application/x-tar"})
+    assert st == 413 and "the archive is larger than jobs.max_upload_bytes (4096 bytes) allows" in \
+        error_of(ans)[0], ans
+    assert not os.path.lexists(os.path.join(d.work(jid), "small.txt"))
 
 
 def test_copy_of_a_job_not_started_suspended_or_ended(d):
