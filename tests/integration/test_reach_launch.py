@@ -152,6 +152,11 @@ def test_copy_refusals_name_the_path_and_what_is_accepted(d, work_job):
         st, ans = request(d, "GET", base + q)
         msg, field = error_of(ans)
         assert st == 400 and field == "path" and says in msg and "e.g. /work" in msg, (q, ans)
+    # what is not there: 404 naming the path, before a byte of an archive
+    for q in ("?path=/work/missing", "?path=/work/missing&stat=1"):
+        st, ans = request(d, "GET", base + q)
+        msg, field = error_of(ans)
+        assert st == 404 and field == "path" and "/work/missing: No such file or directory" in msg, (q, ans)
     # the root may be looked at (stat), not copied
     st, ans = request(d, "GET", base + "?path=/&stat=1")
     assert st == 200 and ans["type"] == "dir", ans
