@@ -1110,6 +1110,15 @@ static bool requeue_committed(job *j, uid_t by, jerr *e)
     j->preempting = j->requeue_asked = j->requeue_hold = false;
     j->stopped_by = -1;
     job_save(j); /* (the rows of a failed commit are written again from memory: without it) */
+    /* nothing was sent: said so before the commit's own "try again" (its status and code kept) */
+    char why[sizeof e->msg];
+    size_t n = strlen(e->msg), al = strlen(STATE_COMMIT_AGAIN);
+    if (n >= al && !strcmp(e->msg + n - al, STATE_COMMIT_AGAIN))
+        n -= al;
+    snprintf(why, sizeof why, "%.*s", (int)n, e->msg);
+    int code = e->code;
+    jerr_http(e, e->http, "%s; nothing was requeued: the job runs on as it was" STATE_COMMIT_AGAIN, why);
+    e->code = code;
     return false;
 }
 

@@ -594,3 +594,29 @@ def test_a_gvisor_job_requeued_runs_again_in_a_sandbox_of_its_own(d):
     assert [e for e, _ in d.events(jid)].count("started") == 2, d.events(jid)
     d.api("POST", f"/v1/jobs/{jid}/stop")
     assert d.wait(jid, timeout=120)["status"] == "STOPPED"
+
+
+def test_a_requeue_the_database_does_not_take_leaves_the_job_running(d):
+    """A requeue's intent is committed before its stop is sent: with joblet's database locked by
+    another process (a backup), 503 with Retry-After, and the job runs on untouched (nothing was
+    sent; not left half requeued). Once the lock is gone the requeue goes through."""
+    from conftest import DbLock
+    jid = d.submit("sh", "-c", "echo run; exec sleep 600")
+    d.wait_status(jid, "RUNNING")
+    wait_for(lambda: "run" in d.output(jid), "the run's line")
+    lock = DbLock(d.state)
+    try:
+        st, retry, ans = d.api_retry_after("POST", f"/v1/jobs/{jid}/requeue")
+    finally:
+        lock.release()
+    msg = ans["error"]["message"]
+    assert st == 503 and retry is not None and "database is locked" in msg and \
+        msg.endswith("; nothing was requeued: the job runs on as it was; try again in a moment"), (st, retry, ans)
+    job = d.job(jid)
+    assert job["status"] == "RUNNING" and not job["requeuing"] and job["preemptions"] == 0, job
+    assert "requeued" not in [e for e, _ in d.events(jid)], d.events(jid)
+    assert d.output(jid) == "run\n"
+    st, ans = d.api("POST", f"/v1/jobs/{jid}/requeue")
+    assert st == 200, ans
+    wait_for(lambda: d.output(jid) == "run\nrun\n", "the run after the requeue")
+    d.api("POST", f"/v1/jobs/{jid}/stop")
