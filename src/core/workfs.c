@@ -309,12 +309,33 @@ static int owner_fs(uid_t owner, char *mnt, size_t mlen, jerr *e)
         log_info("the /work filesystem of uid %u: %llu MB, made in %.1f ms", (unsigned)owner, (unsigned long long)mb,
                  (double)(mono_ns() - t0) / 1e6);
     }
-    if (diskimg_mount(image, mnt, e) < 0)
+    if (diskimg_mount(image, mnt, e) < 0) {
+        if (e->code == EINVAL || e->code == EUCLEAN) { /* the kernel took no filesystem from it */
+            char msg[sizeof e->msg];
+            snprintf(msg, sizeof msg, "%s", e->msg);
+            int code = e->code;
+            jerr_http(e, 500, "%s: the image holds no filesystem that mounts (damaged?): an admin checks it "
+                              "(e2fsck -f %s), or removes it, and the owner's next job makes a new, empty one",
+                      msg, image);
+            e->code = code;
+            log_err("the /work filesystem of uid %u: %s", (unsigned)owner, e->msg);
+        }
         return -1;
+    }
     /* jobs reach their own directory only, through the path the daemon binds */
     if (chmod(mnt, 0711) < 0)
         return jerr_sys(e, "chmod %s", mnt);
     return 0;
+}
+
+/* owner_fs's refusal, named: 503 (being checked) and 500 (an image that does not mount: the
+ * machine's fault) as they are, else 507 (what lacks is room: it was 507 for all but 503). */
+static int owner_fs_refusal(uid_t owner, jerr *e)
+{
+    char msg[sizeof e->msg];
+    snprintf(msg, sizeof msg, "%s", e->msg);
+    return jerr_http(e, e->http == 503 || e->http == 500 ? e->http : 507,
+                     "the /work filesystem of uid %u (jobs.work_quota): %s", (unsigned)owner, msg);
 }
 
 /* The last component of a job directory: the job's ID, or a streamed upload's name */
@@ -331,12 +352,8 @@ int workfs_make(uid_t owner, const char *job_dir, char *out, size_t len, jerr *e
         return mkdir(out, 0755) < 0 ? jerr_sys(e, "create %s", out) : 0;
     }
     char mnt[700];
-    if (owner_fs(owner, mnt, sizeof mnt, e) < 0) {
-        char msg[sizeof e->msg];
-        snprintf(msg, sizeof msg, "%s", e->msg);
-        return jerr_http(e, e->http == 503 ? 503 : 507, "the /work filesystem of uid %u (jobs.work_quota): %s",
-                         (unsigned)owner, msg);
-    }
+    if (owner_fs(owner, mnt, sizeof mnt, e) < 0)
+        return owner_fs_refusal(owner, e);
     snprintf(out, len, "%s/%s", mnt, base_of(job_dir));
     return mkdir(out, 0755) < 0 ? jerr_sys(e, "create %s", out) : 0;
 }
@@ -346,10 +363,7 @@ int workfs_ready(uid_t owner, jerr *e)
     char mnt[700];
     if (!enforced || owner_fs(owner, mnt, sizeof mnt, e) == 0)
         return 0;
-    char msg[sizeof e->msg];
-    snprintf(msg, sizeof msg, "%s", e->msg);
-    return jerr_http(e, e->http == 503 ? 503 : 507, "the /work filesystem of uid %u (jobs.work_quota): %s",
-                     (unsigned)owner, msg);
+    return owner_fs_refusal(owner, e);
 }
 
 void workfs_path(uid_t owner, const char *job_dir, char *out, size_t len)

@@ -20,6 +20,9 @@ is reached here and its answer checked.
 
 - an attach, an exec and a copy whose clients go before the answer give back the descriptors
   they took (joblet_connection_files);
+- an owner's /work image that does not mount: 500 saying what an admin does, nothing left on it,
+  and a new one made once it is removed;
+- a requeue the database does not take (another process's lock): 503, the job runs on untouched;
 - a gVisor job requeued runs again, in a sandbox of its own;
 - a runsc that cannot serve (its --version failing, a platform it lacks, kvm without /dev/kvm):
   gVisor unavailable, the version and every gVisor job's refusal say why.
@@ -27,6 +30,7 @@ is reached here and its answer checked.
 One daemon for the module (two of its tests stop and start it again); the runsc tests have one
 each, for their configuration."""
 import base64
+import glob
 import hashlib
 import http.client
 import io
@@ -41,8 +45,10 @@ import uuid
 
 import pytest
 
-from conftest import Daemon, UnixHTTPConnection, need_root, need_setpriv, wait_for
+from conftest import Daemon, UnixHTTPConnection, api_as, need_root, need_setpriv, wait_for
 from test_terminal import frames
+
+OTHER = (4397, 4397)   # a user with no account, for its own /work image
 
 @pytest.fixture(scope="module")
 def d():
@@ -620,3 +626,35 @@ def test_a_requeue_the_database_does_not_take_leaves_the_job_running(d):
     assert st == 200, ans
     wait_for(lambda: d.output(jid) == "run\nrun\n", "the run after the requeue")
     d.api("POST", f"/v1/jobs/{jid}/stop")
+
+
+def loops_backed_by(path):
+    out = []
+    for bf in glob.glob("/sys/block/loop*/loop/backing_file"):
+        try:
+            if open(bf).read().strip() == path:
+                out.append(bf)
+        except OSError:
+            pass
+    return out
+
+
+def test_an_owners_work_image_that_does_not_mount_is_named_and_made_anew_once_removed(d):
+    """An owner's /work image that holds no filesystem (damaged): their submission is refused 500
+    (the machine's fault; it was 507, 'insufficient storage', with room to spare), saying what an
+    admin does; no loop device is left on it; removed, the owner's next job makes a new one."""
+    uid = OTHER[0]
+    image = os.path.join(d.state, "work", f"{uid}.img")
+    with open(image, "wb") as f:
+        f.write(bytes(1 << 20))
+    st, ans = api_as(d, OTHER, "POST", "/v1/jobs", {"command": "true"})
+    msg = ans["error"]["message"]
+    assert st == 500 and msg.startswith(f"the /work filesystem of uid {uid} (jobs.work_quota): mount {image}"), ans
+    assert f"the image holds no filesystem that mounts (damaged?): an admin checks it (e2fsck -f {image}), or " \
+           "removes it, and the owner's next job makes a new, empty one" in msg, ans
+    assert not loops_backed_by(image)
+    assert f"the /work filesystem of uid {uid}: " in d.log()
+    os.unlink(image)
+    st, job = api_as(d, OTHER, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo fresh > /work/f; cat /work/f"]})
+    assert st == 201, job
+    assert d.wait(job["id"])["status"] == "COMPLETED" and d.output(job["id"]) == "fresh\n"
