@@ -24,11 +24,13 @@ is reached here and its answer checked.
   and a new one made once it is removed;
 - a requeue the database does not take (another process's lock): 503, the job runs on untouched;
 - a gVisor job requeued runs again, in a sandbox of its own;
+- over TLS, the roles: a reader's certificate watches its own job's terminal, not types; a
+  maintainer neither execs into nor copies into another user's job (403 each, nothing done);
 - a runsc that cannot serve (its --version failing, a platform it lacks, kvm without /dev/kvm):
   gVisor unavailable, the version and every gVisor job's refusal say why.
 
-One daemon for the module (two of its tests stop and start it again); the runsc tests have one
-each, for their configuration."""
+One daemon for the module (two of its tests stop and start it again); the runsc tests and the
+TLS test have one each, for their configuration."""
 import base64
 import glob
 import hashlib
@@ -658,3 +660,62 @@ def test_an_owners_work_image_that_does_not_mount_is_named_and_made_anew_once_re
     st, job = api_as(d, OTHER, "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "echo fresh > /work/f; cat /work/f"]})
     assert st == 201, job
     assert d.wait(job["id"])["status"] == "COMPLETED" and d.output(job["id"]) == "fresh\n"
+
+
+def test_over_tls_a_reader_watches_only_and_a_maintainer_neither_execs_nor_copies_in():
+    """The roles' refusals at the terminal, exec and copy routes (docs/remote.md): a reader's
+    certificate watches its own job's terminal (a WebSocket GET with ?stdin=0), not types (403); a
+    maintainer, who sees and stops another user's job, neither runs a process in it nor copies
+    files into it (403 each, naming what was refused), and nothing happens in the job."""
+    from test_remote import Remote
+    r = Remote()
+    try:
+        d = r.d
+        # a job of the reader's account, submitted on the machine (a reader's certificate submits none)
+        st, job = api_as(d, r.uid["reader"], "POST", "/v1/jobs",
+                         {"command": "sh", "args": ["-c", "exec sleep 600"], "tty": True, "stdin": True})
+        assert st == 201, job
+        mine = job["id"]
+
+        def tls_attach(who, jid, query=""):
+            s = r.ctx(who).wrap_socket(socket.create_connection(("127.0.0.1", r.port), timeout=60),
+                                       server_hostname="localhost")
+            # (a GET: a WebSocket's, as the console's; a reader's POST is refused as a change)
+            s.sendall(f"GET /v1/jobs/{jid}/attach{query} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                      f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                      f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                c = s.recv(1)
+                if not c:
+                    break
+                head += c
+            return s, head
+
+        s, head = tls_attach("reader", mine)
+        body = s.recv(4096)
+        s.close()
+        assert head.startswith(b"HTTP/1.1 403") and b"typing into a job's terminal" in head + body, head + body
+        s, head = tls_attach("reader", mine, "?stdin=0")
+        s.close()
+        assert head.startswith(b"HTTP/1.1 101"), head
+        st, job = r.api("developer", "POST", "/v1/jobs", {"command": "sh", "args": ["-c", "exec sleep 600"]})
+        assert st == 201, job
+        theirs = job["id"]
+        d.wait_status(theirs, "RUNNING")
+        st, ans = r.api("maintainer", "GET", f"/v1/jobs/{theirs}")
+        assert st == 200, ans   # seen
+        st, ans = r.api("maintainer", "PUT", f"/v1/jobs/{theirs}/archive?path=/work", raw=tar_of({"planted": b"x"}),
+                        ctype="application/x-tar")
+        assert st == 403 and "copying files into another user's job" in ans["error"]["message"], ans
+        c = http.client.HTTPSConnection("127.0.0.1", r.port, context=r.ctx("maintainer"), timeout=60)
+        c.request("POST", f"/v1/jobs/{theirs}/exec", body=json.dumps({"command": "id"}),
+                  headers={"Connection": "Upgrade", "Upgrade": "tcp", "Content-Type": "application/json"})
+        resp = c.getresponse()
+        ans = json.loads(resp.read())
+        c.close()
+        assert resp.status == 403 and "running a process in another user's job" in ans["error"]["message"], ans
+        assert not os.path.lexists(os.path.join(d.work(theirs), "planted"))
+        assert not [e for e, _ in d.events(theirs) if e == "exec"], d.events(theirs)
+    finally:
+        r.close()
