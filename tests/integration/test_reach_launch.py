@@ -719,3 +719,21 @@ def test_over_tls_a_reader_watches_only_and_a_maintainer_neither_execs_nor_copie
         assert not [e for e, _ in d.events(theirs) if e == "exec"], d.events(theirs)
     finally:
         r.close()
+
+
+def test_a_terminal_job_waiting_for_its_attach_across_a_restart_is_seen_to_start(fresh_daemon):
+    """joblet restarted while a terminal job's shim waits for its first attach: the new joblet
+    has no line from that shim (its pipe was the old one's), so it reads the shim's file when
+    the job is asked for; the job shows RUNNING once it started (its attach wait over), then
+    ends as it does."""
+    d = fresh_daemon("jobs:\n  attach_wait_s: 3\n")
+    jid = d.submit("sh", "-c", "echo started-alone; sleep 2", tty=True)
+    wait_for(lambda: d.job(jid)["shim_pid"], "its shim")
+    assert d.job(jid)["status"] == "QUEUED"
+    d.stop()
+    d.start()
+    job = d.wait_status(jid, "RUNNING", timeout=60)
+    assert job["started_at"], job
+    done = d.wait(jid, timeout=60)
+    assert done["status"] == "COMPLETED" and "started-alone" in d.output(jid), (done, d.output(jid))
+    assert [e for e, _ in d.events(jid)].count("started") == 1, d.events(jid)
