@@ -14,10 +14,12 @@ is reached here and its answer checked.
   match its size (refused whole, nothing made: it was made, and stuck PENDING);
 - a shim killed under its running job: the job ends FAILED ("lost"), its error naming a log only
   where there is one, and nothing of it runs on;
-- joblet stopped with a terminal, an exec and a copy open: each ended, joblet exits 0, the job
-  runs on; a cgroup of a job the database does not hold, a process in it: killed and removed at
-  the next start.
-
+- joblet stopped with a terminal, an exec and a copy open (its body waiting for room in the
+  helper's pipe): each ended, joblet exits 0 (it aborted in libmicrohttpd), the job runs on;
+- a cgroup of a job the database does not hold, a process in it: killed and removed at the next
+  start;
+- a terminal job waiting for its attach across a restart is seen to start (the shim's file read
+  when the job is asked for: no pipe from that shim);
 - an attach, an exec and a copy whose clients go before the answer give back the descriptors
   they took (joblet_connection_files);
 - an owner's /work image that does not mount: 500 saying what an admin does, nothing left on it,
@@ -29,8 +31,8 @@ is reached here and its answer checked.
 - a runsc that cannot serve (its --version failing, a platform it lacks, kvm without /dev/kvm):
   gVisor unavailable, the version and every gVisor job's refusal say why.
 
-One daemon for the module (two of its tests stop and start it again); the runsc tests and the
-TLS test have one each, for their configuration."""
+One daemon for the module (two of its tests stop and start it again); the tests that need a
+configuration of their own (runsc, TLS, a small upload bound, a longer attach wait) have one each."""
 import base64
 import glob
 import hashlib
