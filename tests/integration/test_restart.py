@@ -118,8 +118,11 @@ def test_sigterm_of_daemon_leaves_jobs_running(fresh_daemon):
     assert alive(pid), "the job's shim ended with the daemon"
     # the job keeps writing output with no daemon around
     out = os.path.join(d.state, "jobs", jid, "stdout.data")
-    size = os.path.getsize(out)
-    wait_for(lambda: os.path.getsize(out) > size, "the job wrote nothing while the daemon was down", 10)
+
+    def written():   # (the shim makes the file at the job's first output: none yet under load)
+        return os.path.getsize(out) if os.path.exists(out) else 0
+    size = written()
+    wait_for(lambda: written() > size, "the job wrote nothing while the daemon was down", 10)
     d.start()
     job = d.wait(jid, timeout=30)
     assert job["status"] == "FAILED" and job["exit_code"] == 7, job
