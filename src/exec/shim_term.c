@@ -616,6 +616,14 @@ void shim_term_finish(shim_term *t, int code, const char *msg)
      * dropped (they are told) and the exit frame comes next, with FINISH_MS to take it: a client
      * that takes nothing at all misses it */
     t->finishing = true;
+    /* clients that connected before the end but were not taken yet (an attach right before a
+     * stop) are taken now, and get the exit frame too (they were closed unanswered, and their
+     * attach ended saying nothing); the socket's name goes first: a later one finds none, and
+     * joblet says the job's end to it itself (api/attach.c) */
+    if (t->lfd >= 0) {
+        unlinkat(t->dirfd, SHIM_ATTACH, 0);
+        accept_clients(t);
+    }
     drain(t, now_ms() + DRAIN_MS);
     unsigned char ex[TERMFRAME_HDR + 4];
     termframe_exit(ex, code);
@@ -643,10 +651,8 @@ void shim_term_finish(shim_term *t, int code, const char *msg)
             ;
         drop_client(t, 0);
     }
-    if (t->lfd >= 0) {
-        unlinkat(t->dirfd, SHIM_ATTACH, 0);
+    if (t->lfd >= 0)
         close(t->lfd);
-    }
     if (t->in_fd >= 0)
         close(t->in_fd);
     close(t->ep);

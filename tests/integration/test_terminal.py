@@ -313,6 +313,39 @@ def test_a_signal_to_rnx_restores_the_terminal(daemon, pane_for, tmp_path):
 
 # ---- -i without -t -----------------------------------------------------------------------------
 
+def test_an_attach_the_shim_had_not_taken_when_the_job_ended_hears_the_end(daemon):
+    """An attach whose connection was in the shim's socket's queue, not taken yet, when the job
+    ended (a stop right after the attach; local run 164's test_over_tls, under a whole run's load)
+    was closed unanswered: no line, no exit frame. Now the shim takes what waits there before it
+    ends, and the client hears the end as any other. Made here by stopping the shim (SIGSTOP) while
+    the attach connects and the job is stopped, then letting it go; before, about one round in four
+    got nothing."""
+    d = daemon
+    for _ in range(6):
+        code, j = d.api("POST", "/v1/jobs", {"command": "sleep", "args": ["60"], "tty": True})
+        assert code == 201, j
+        jid = j["id"]
+        wait_for(lambda: d.job(jid)["shim_pid"], "its shim runs")
+        shim = d.job(jid)["shim_pid"]
+        time.sleep(0.2)   # (its terminal's socket made: the shim waits for its first client)
+        os.kill(shim, signal.SIGSTOP)
+        try:
+            s, status, _ = attach_unix(d.sock, jid)
+            assert status == 101
+            s.sendall(frame(3, struct.pack(">HH", 24, 80)))
+            time.sleep(0.3)   # joblet connects to the shim's socket; the shim takes nothing
+            assert d.api("POST", f"/v1/jobs/{jid}/stop")[0] == 200
+            time.sleep(0.3)
+        finally:
+            os.kill(shim, signal.SIGCONT)
+        s.settimeout(60)
+        got = frames(s)
+        s.close()
+        assert got and got[-1][0] == 4, got   # the exit frame
+        assert any(ch == 2 and b"joblet: stopped before its command ran" in b for ch, b in got), got
+        d.wait(jid)
+
+
 def test_i_pipes_stdin_and_keeps_stderr_apart(daemon):
     need_root()
     p = daemon.rnx("job", "run", "-i", "sh", "-c", "cat; echo to-stderr >&2; exit 4", input="hi\n")
