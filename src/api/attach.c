@@ -66,6 +66,7 @@ typedef struct attach {
                               * the end once it is out); the job's end said with a close */
     wsframe_reader wr;        /* the browser's frames */
     const char *why;          /* why it ends, for the job's events: NULL a detach */
+    bool s_exit;              /* the shim's exit frame went by (follow_frames): the run ended */
     int64_t last_ms;          /* when a byte last moved either way (jobs.terminal_idle_timeout_s) */
     unsigned char f_hdr[TERMFRAME_HDR]; /* the shim's stream, followed to its frame boundaries: */
     size_t f_hdr_n, f_left;   /* header bytes seen, payload bytes to come (both 0: at one) */
@@ -88,12 +89,24 @@ static void unlist(attach *a)
         }
 }
 
+/* Why a session whose run ended ends, for the job's events. */
+static const char *run_end_why(const attach *a)
+{
+    /* (a run ended by rnx job requeue or a preemption: the job goes on, in the queue) */
+    const job *j = jobs_by_id(a->id);
+    bool requeued = j && (job_ctl_requeuing(j) || j->state == JS_PREEMPTED || j->state == JS_HELD ||
+                          job_state_waiting(j->state));
+    return requeued ? "its run ended: the job went back to the queue (requeued)" : "the job ended";
+}
+
 /* Everything let go; the memory at the next turn (events of this turn may still name it). */
 static void end(attach *a)
 {
     if (a->done)
         return;
     a->done = true;
+    if (!a->why && a->s_exit && !a->exec)
+        a->why = run_end_why(a); /* (the client took the exit frame and closed before the shim's end was read) */
     if (a->attached && !stopping)
         job_term_detached(a->id, &a->who, a->why ? a->why : "detached");
     job_term_unwait(&a->waiter);
@@ -132,6 +145,7 @@ static void follow_frames(attach *a, const unsigned char *p, size_t n)
         a->f_hdr[a->f_hdr_n++] = *p++;
         n--;
         if (a->f_hdr_n == TERMFRAME_HDR) {
+            a->s_exit |= a->f_hdr[0] == TERMFRAME_EXIT;
             a->f_left = (size_t)a->f_hdr[1] << 24 | (size_t)a->f_hdr[2] << 16 | (size_t)a->f_hdr[3] << 8 | a->f_hdr[4];
             a->f_hdr_n = 0;
         }
@@ -339,13 +353,8 @@ static void pump(attach *a)
         end(a); /* the client went: the shim sees its socket close (a detach) */
         return;
     }
-    if (a->s_end && !a->why) {
-        /* (a run ended by rnx job requeue or a preemption: the job goes on, in the queue) */
-        const job *j = jobs_by_id(a->id);
-        bool requeued = j && (job_ctl_requeuing(j) || j->state == JS_PREEMPTED || j->state == JS_HELD ||
-                              job_state_waiting(j->state));
-        a->why = requeued ? "its run ended: the job went back to the queue (requeued)" : "the job ended";
-    }
+    if (a->s_end && !a->why)
+        a->why = run_end_why(a);
     if (a->s_end && a->websocket && !a->ws_bye && !a->down_len && !a->lingering) {
         a->ws_bye = true; /* the exit frame is out: the WebSocket's close, then as below */
         a->down_len += wsframe_close((unsigned char *)a->down, WSFRAME_NORMAL);
