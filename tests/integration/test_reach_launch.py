@@ -50,7 +50,7 @@ import uuid
 import pytest
 
 from conftest import Daemon, UnixHTTPConnection, api_as, need_root, need_setpriv, wait_for
-from test_terminal import frames
+from test_terminal import frames, read_head
 
 OTHER = (4397, 4397)   # a user with no account, for its own /work image
 
@@ -686,13 +686,7 @@ def test_over_tls_a_reader_watches_only_and_a_maintainer_neither_execs_nor_copie
             s.sendall(f"GET /v1/jobs/{jid}/attach{query} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
                       f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
                       f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n".encode())
-            head = b""
-            while b"\r\n\r\n" not in head:
-                c = s.recv(1)
-                if not c:
-                    break
-                head += c
-            return s, head
+            return s, read_head(s)[1]
 
         s, head = tls_attach("reader", mine)
         body = s.recv(4096)
