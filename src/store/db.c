@@ -1057,6 +1057,30 @@ static int rows_in_seq_order(db *d, size_t *n)
     return rc == SQLITE_DONE ? in_order : -1;
 }
 
+#define STORED_WHY_MAX (sizeof(((jerr *)0)->msg) + 64)
+
+/* A job's or an array's stored request (text) read into req, its secret values unsealed; why: ""
+ * or why it cannot run as it was asked (its secret environment cannot be read, it is not JSON or
+ * not a request), which is logged with what and id ("job", its id). */
+static void stored_request(db *d, const char *text, const char *what, const char *id, job_req *req, char *why)
+{
+    json_t *rj = json_loads(text, 0, NULL);
+    jerr re = {0};
+    why[0] = 0;
+    if (unseal_request(d, rj, &re) < 0)
+        snprintf(why, STORED_WHY_MAX, "its secret environment cannot be read (%s)", re.msg);
+    if (!rj) { /* not JSON: read as an empty request, freed with it */
+        snprintf(why, STORED_WHY_MAX, "its stored request cannot be read (not JSON)");
+        rj = json_object();
+    }
+    re = (jerr){0};
+    if (jobreq_from_json(rj, req, JOBREQ_FROM_DB, 0, &re) < 0)
+        snprintf(why, STORED_WHY_MAX, "its stored request cannot be read (%s)", re.msg);
+    json_decref(rj);
+    if (why[0])
+        log_err("%s %s: %s", what, id, why);
+}
+
 /* A job whose stored request or secret environment cannot be read (a damaged row, one written by
  * hand): one that has not started yet never runs as something other than it was asked (without
  * its command, or without its secrets: it ran with an empty command, failing "exec: : No such
@@ -1136,24 +1160,8 @@ int db_load_jobs(db *d, void (*count)(size_t n, void *arg), void (*fn)(db_job *r
         j->owner_gid = sqlite3_column_int64(st, 5);
         j->uid = sqlite3_column_int64(st, 6);
         j->gid = sqlite3_column_int64(st, 7);
-        json_t *rj = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
-        jerr re = {0};
-        char unreadable[sizeof re.msg + 64] = ""; /* why the job cannot run as it was asked ("" it can) */
-        if (unseal_request(d, rj, &re) < 0) {
-            log_err("job %s: its secret environment cannot be read: %s; it is left out", j->id, re.msg);
-            snprintf(unreadable, sizeof unreadable, "its secret environment cannot be read (%s)", re.msg);
-        }
-        if (!rj) { /* not JSON: read as an empty request, freed with it */
-            log_err("job %s: its stored request is not JSON", j->id);
-            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (not JSON)");
-            rj = json_object();
-        }
-        re = (jerr){0};
-        if (jobreq_from_json(rj, &j->req, JOBREQ_FROM_DB, 0, &re) < 0) {
-            log_err("job %s: its stored request cannot be read: %s", j->id, re.msg);
-            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (%s)", re.msg);
-        }
-        json_decref(rj);
+        char unreadable[STORED_WHY_MAX]; /* why the job cannot run as it was asked ("" it can) */
+        stored_request(d, (const char *)sqlite3_column_text(st, 8), "job", j->id, &j->req, unreadable);
         j->created_ms = sqlite3_column_int64(st, 9);
         j->scheduled_ms = sqlite3_column_int64(st, 10);
         j->started_ms = sqlite3_column_int64(st, 11);
@@ -1833,25 +1841,9 @@ int db_array_load(db *d, void (*fn)(db_array *a, void *arg), void *arg, jerr *e)
         a.name = (const char *)sqlite3_column_text(st, 2);
         a.owner_uid = sqlite3_column_int64(st, 3);
         a.owner_gid = sqlite3_column_int64(st, 4);
-        json_t *rj = json_loads((const char *)sqlite3_column_text(st, 5), 0, NULL);
-        jerr re = {0};
-        char unreadable[sizeof re.msg + 64] = ""; /* as db_load_jobs': why its tasks cannot be made as asked */
-        if (unseal_request(d, rj, &re) < 0) {
-            log_err("array %s: its secret environment cannot be read: %s", a.id, re.msg);
-            snprintf(unreadable, sizeof unreadable, "its secret environment cannot be read (%s)", re.msg);
-        }
-        if (!rj) { /* not JSON: read as an empty request, freed with it */
-            log_err("array %s: its stored request is not JSON", a.id);
-            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (not JSON)");
-            rj = json_object();
-        }
-        re = (jerr){0};
-        if (jobreq_from_json(rj, &a.req, JOBREQ_FROM_DB, 0, &re) < 0) {
-            log_err("array %s: its stored request cannot be read: %s", a.id, re.msg);
-            snprintf(unreadable, sizeof unreadable, "its stored request cannot be read (%s)", re.msg);
-        }
+        char unreadable[STORED_WHY_MAX]; /* why its tasks cannot be made as asked ("" they can) */
+        stored_request(d, (const char *)sqlite3_column_text(st, 5), "array", a.id, &a.req, unreadable);
         a.unreadable = unreadable[0] ? unreadable : NULL;
-        json_decref(rj);
         const char *spec = (const char *)sqlite3_column_text(st, 6);
         a.spec = spec ? spec : "";
         a.created_ms = sqlite3_column_int64(st, 7);
