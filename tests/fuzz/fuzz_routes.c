@@ -497,7 +497,7 @@ static void reset(void)
     for (int i = 0; i < core.gpu.inv.n; i++)
         if (gpu_service_get(i)->state != GS_AVAILABLE) {
             jerr e = {0};
-            json_decref(gpu_admin_action(i, "online", true, 0, &e));
+            json_decref(gpu_admin_action(i, GE_ADMIN_ONLINE, true, 0, &e));
         }
     settle();
     state_commit();
