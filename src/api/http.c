@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/fairshare.h"
 #include "../common/log.h"
 #include "../common/parse.h"
 #include "../common/util.h"
@@ -52,6 +53,8 @@ typedef struct server {
     bool tls;
     char addr[64];
     watch listen;   /* TLS: joblet accepts, and hands the connection to mhd at its source's pace */
+    unsigned limit;   /* its connections at once (MHD_OPTION_CONNECTION_LIMIT: server_share) */
+    unsigned counted; /* of them, those of users other than admins (conn_count) */
 } server;
 static server servers[1 + REMOTE_LISTEN_MAX];
 static unsigned nservers;
@@ -68,6 +71,7 @@ struct conn_count {
 /* What http.c knows of a connection (reply_conn.owner): who it is, settled once. */
 typedef struct conn_id {
     struct conn_count *slot;  /* its account's count of connections; NULL when not counted */
+    server *sv;               /* the server it came to */
     bool tls;
     bool known;               /* who or refused is settled */
     caller who;
@@ -1105,19 +1109,44 @@ static struct conn_count *conn_slot(uid_t uid, bool add)
     return add ? free_slot : NULL;
 }
 
-/* Counts a connection against its account's share; false when the share is full. */
-static bool conn_count(conn_id *id)
+/* A user's connections to a server: at most server.max_connections_per_user, and a quarter of
+ * the server's (a limit short of four times the configured share: ulimit -n 256 gives the socket
+ * 64); the server's last eighth is kept for admins and users with at most CONN_FLOOR
+ * (common/fairshare.h), so that four users each within its share cannot hold all of them. */
+#define CONN_FLOOR 2
+
+/* Counts a connection against its account's share; false, and why in e, when it may not be. */
+static bool conn_count(conn_id *id, jerr *e)
 {
     if (authz_may(&id->who, AUTHZ_UNLIMITED))
         return true;
     /* (counted with no cap too: its request bodies' share of the buffer is kept in its slot) */
     struct conn_count *slot = conn_slot(id->who.uid, true);
-    if (!slot)
+    if (!slot) {
+        jerr_http(e, 429, "more than %u users have connections open: try again once some close", CONN_UIDS);
         return !per_user_cap; /* more distinct users than the table holds: refused under a cap */
-    if (per_user_cap && slot->n >= per_user_cap)
-        return false; /* over its share */
+    }
+    if (per_user_cap) {
+        fairshare f = fairshare_of(id->sv->limit, per_user_cap, CONN_FLOOR);
+        switch (fairshare_take(&f, id->sv->counted, slot->n, 1, false)) {
+        case FAIRSHARE_OK:
+            break;
+        case FAIRSHARE_SHARE:
+            jerr_http(e, 429, "%s has %u connections open already, its share (server.max_connections_per_user %u, at "
+                              "most a quarter of the %u %s takes at once): close some",
+                      id->who.person, slot->n, per_user_cap, id->sv->limit, id->sv->addr);
+            return false;
+        case FAIRSHARE_FULL:
+        case FAIRSHARE_RESERVED:
+            jerr_busy(e, "%s takes %u connections at once, and the last %llu are kept for admins and for users with "
+                         "at most %u open; %s has %u: try again once some close",
+                      id->sv->addr, id->sv->limit, (unsigned long long)f.reserve, CONN_FLOOR, id->who.person, slot->n);
+            return false;
+        }
+    }
     slot->n++;
     id->slot = slot;
+    id->sv->counted++;
     return true;
 }
 
@@ -1163,9 +1192,7 @@ static bool conn_identify(struct MHD_Connection *c, conn_id *id, char *wait, siz
     id->not_after = tls_peer_not_after(id->peer);
     if (id->not_after && (!next_expiry_ms || id->not_after * 1000 + 1000 < next_expiry_ms))
         next_expiry_ms = id->not_after * 1000 + 1000;
-    if (!conn_count(id)) {
-        jerr_http(e, 429, "%s has %u connections open already (server.max_connections_per_user): close some", 
-                  id->who.person, per_user_cap);
+    if (!conn_count(id, e)) {
         audit_caller("refused", &id->who, NULL, e->msg);
         return false;
     }
@@ -1176,7 +1203,7 @@ static bool conn_identify(struct MHD_Connection *c, conn_id *id, char *wait, siz
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    const server *sv = cls;
+    server *sv = cls;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         /* the connection's own: what its answers need to know (reply.h), who it is */
@@ -1187,6 +1214,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         *socket_context = rc;
         id->fd = ci ? ci->connect_fd : -1;
         id->tls = sv->tls;
+        id->sv = sv;
         if (id->tls) {
             id->tls_next = tls_conns;
             if (tls_conns)
@@ -1204,7 +1232,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         id->who.pid = cred.pid;
         authz_local_known(cred.uid); /* its account asked now, if it is not known: see on_request */
         id->known = true;
-        if (!conn_count(id))
+        jerr why = {0};
+        if (!conn_count(id, &why))
             shutdown(ci->connect_fd, SHUT_RDWR); /* closed unanswered */
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         reply_conn *rc = *socket_context;
@@ -1213,6 +1242,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         tls_conns_remove(id);
         if (id->slot && id->slot->n)
             id->slot->n--;
+        if (id->slot && id->sv->counted)
+            id->sv->counted--;
         tls_peer_free(id->peer);
         free(id);
         free(rc);
@@ -1317,6 +1348,7 @@ int http_start(const char *path, mode_t mode, const http_limits *lim, jerr *e)
     server *sv = &servers[0];
     snprintf(sv->addr, sizeof sv->addr, "%.63s", path);
     unsigned limit = server_share(lim);
+    sv->limit = limit;
     sv->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
                                NULL, on_request,
                                /* the logger first: libmicrohttpd reads the options in order */
@@ -1393,6 +1425,7 @@ int http_start_remote(const remote_config *rc, const http_limits *lim, jerr *e)
             return -1;
         server *sv = &servers[nservers];
         sv->tls = true;
+        sv->limit = limit;
         snprintf(sv->addr, sizeof sv->addr, "%s", rc->listen[i]);
         /* the listener is joblet's own (on_accept): libmicrohttpd gets connections at their pace */
         sv->mhd = MHD_start_daemon(MHD_USE_TLS | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "../common/fairshare.h"
 #include "../common/util.h"
 
 typedef struct connfds_user {
@@ -43,21 +44,34 @@ int connfds_check(const caller *who, unsigned n, const char *what, jerr *e)
 {
     if (budget == UINT64_MAX)
         return 0;
-    if (held + n > budget)
+    const connfds_user *u = connfds_user_of(who->uid, false);
+    uint64_t mine = u ? u->n : 0;
+    fairshare f = fairshare_of(budget, 0, CONNFDS_FLOOR);
+    switch (fairshare_take(&f, held, mine, n, authz_may(who, AUTHZ_UNLIMITED))) {
+    case FAIRSHARE_OK:
+        return 0;
+    case FAIRSHARE_FULL:
         return jerr_busy(e, "joblet holds %llu of the %llu descriptors it keeps for what connections hold besides "
                             "their sockets (log followers, terminals, execs, copies, uploads: the connections' half of "
                             "its open-file limit, ulimit -n %llu, less server.max_connections' part), and %s needs %u: "
                             "nothing was done; try again once some end (the systemd unit sets LimitNOFILE=1048576)",
                          (unsigned long long)held, (unsigned long long)budget, (unsigned long long)nofile, what, n);
-    const connfds_user *u = connfds_user_of(who->uid, false);
-    uint64_t mine = u ? u->n : 0, share = budget / 4;
-    if (mine + n > share && !authz_may(who, AUTHZ_UNLIMITED))
+    case FAIRSHARE_SHARE:
         return jerr_http(e, 429, "uid %u holds %llu of the %llu descriptors joblet keeps for what connections hold "
                                  "besides their sockets (log followers, terminals, execs, copies, uploads; under ulimit "
                                  "-n %llu), and a user's share is a quarter of them, %llu: %s needs %u more; end some "
                                  "first", (unsigned)who->uid, (unsigned long long)mine, (unsigned long long)budget,
-                         (unsigned long long)nofile, (unsigned long long)share, what, n);
-    return 0;
+                         (unsigned long long)nofile, (unsigned long long)f.share, what, n);
+    case FAIRSHARE_RESERVED:
+        break;
+    }
+    return jerr_busy(e, "joblet holds %llu of the %llu descriptors it keeps for what connections hold besides their "
+                        "sockets (log followers, terminals, execs, copies, uploads; under ulimit -n %llu), and the last "
+                        "%llu are kept for admins and for users who hold at most %llu; uid %u holds %llu, and %s needs "
+                        "%u: nothing was done; try again once some end",
+                     (unsigned long long)held, (unsigned long long)budget, (unsigned long long)nofile,
+                     (unsigned long long)f.reserve, (unsigned long long)f.floor, (unsigned)who->uid,
+                     (unsigned long long)mine, what, n);
 }
 
 void connfds_add(uid_t uid, unsigned n)

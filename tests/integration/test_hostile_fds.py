@@ -13,10 +13,11 @@ import socket
 import subprocess
 import time
 
-from conftest import BUILD, api_as, rnx_as, setpriv, wait_for
+from conftest import BUILD, api_as, setpriv, wait_for
 
-USERS = (4401, 4402, 4403)   # ordinary local users of this module alone, each following its own job
-OTHER = 4404                 # another one, who only lists its jobs
+USERS = (4401, 4402, 4403, 4405)   # ordinary local users of this module alone, each following its own job
+OTHER = 4404                 # another one, who lists its jobs and follows one
+CONNECTORS = (4411, 4412, 4413, 4414, 4415)   # users who hold idle connections
 NOFILE = 768                 # the hard limit an admin running joblet by hand might have given it
 
 # As a user: up to N log followers of job ID (both streams: 4 files each), each on its own
@@ -92,15 +93,19 @@ def cpu_ticks(pid):
 
 def test_log_followers_of_a_few_users_leave_joblet_its_descriptors(fresh_daemon):
     """joblet under a hard limit of 768 (connections get 192 of its half, what they hold besides
-    their sockets the other 192, a user at most a quarter of that). Three ordinary users each
-    open 64 log followers of a job of their own (4 files each besides the connection; within
-    server.max_connections_per_user). Before: the followers took every descriptor joblet had (768
-    of 768, with 150 followers; "Error accepting connection: Too many open files" in its log):
-    another user's `rnx job list`, root's `rnx job run --follow` and root's own requests (the
+    their sockets the other 192, a user at most a quarter of that, the last eighth kept for admins
+    and users who hold at most 8). Four ordinary users one after another each open 64 log
+    followers of a job of their own (4 files each besides the connection; within
+    server.max_connections_per_user). Before the count: the followers took every descriptor joblet
+    had (768 of 768, with 150 followers; "Error accepting connection: Too many open files" in its
+    log): another user's `rnx job list`, root's `rnx job run --follow` and root's own requests (the
     scheduled job's state) went unanswered for 20 s, left in the listener's backlog; joblet's CPU
-    stayed at 0 %. Now each user holds 12 followers (48 of the 192 descriptors), its 13th is
-    refused (429, naming the share and the limit), joblet keeps its descriptors (203 held), and the
-    others are served: the list, root's followed run, the scheduled job's launch."""
+    stayed at 0 %. Now the first three hold 12 followers each (48 of the 192 descriptors), their
+    13th refused (429, naming the share and the limit); the fourth holds 6, up to the last 24, and
+    is refused there (503: kept; before the reserve it held 12 too, and then nothing was left for
+    root's followed run nor a fifth user's follower: 503), and the others are served: a fifth
+    user's list and two followers of its own (its third refused, 503), root's followed run, the
+    scheduled job's launch."""
     d = fresh_daemon(start=False)
     d.preexec = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
     d.start()
@@ -123,6 +128,15 @@ def test_log_followers_of_a_few_users_leave_joblet_its_descriptors(fresh_daemon)
                                  env={"PATH": "/usr/bin:/bin"})
             holders.append(h)
             seen.append(json.loads(h.stdout.readline()))
+        # a fifth user's followers: two from the reserve (8 descriptors), not a third
+        st, job = api_as(d, OTHER, "POST", "/v1/jobs", {"command": "sleep", "args": ["1000"]})
+        assert st == 201, job
+        jobs[OTHER] = job["id"]
+        wait_for(lambda: d.job(jobs[OTHER])["status"] == "RUNNING", "the fifth user's job runs")
+        h = subprocess.Popen([*setpriv(OTHER), "/usr/bin/python3", "-c", FOLLOW, d.sock, jobs[OTHER], "3"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"})
+        holders.append(h)
+        fifth = json.loads(h.stdout.readline())
         held = fds_of(pid)
         t0, c0 = time.time(), cpu_ticks(pid)
         time.sleep(2)
@@ -153,15 +167,92 @@ def test_log_followers_of_a_few_users_leave_joblet_its_descriptors(fresh_daemon)
     assert "Too many open files" not in d.log(), re.findall(r".*Too many open files.*", d.log())[:5]
     assert held <= NOFILE - 64, (idle, held)         # the half kept for joblet's own, but for its jobs'
     assert cpu < 0.5, cpu                             # (not spinning on accept's EMFILE)
-    for s in seen:
-        assert s["held"] >= 1 and not s["unanswered"], seen
+    for s in seen[:3]:
+        assert s["held"] == 12 and not s["unanswered"], seen
         assert s["refused"] and set(s["refused"]) <= {"429"}, seen
         assert "descriptors" in s["said"] and "ulimit -n 768" in s["said"], s["said"]
+    assert seen[3]["held"] == 6 and not seen[3]["unanswered"], seen
+    assert seen[3]["refused"] and set(seen[3]["refused"]) <= {"503"}, seen
+    assert "the last 24 are kept for admins and for users who hold at most 8; uid 4405 holds 24" in seen[3]["said"], \
+        seen[3]["said"]
+    assert fifth["held"] == 2 and fifth["refused"] == {"503": 1} and not fifth["unanswered"], fifth
     assert listed[0] == 0, listed
     assert run[0] == 0 and run[1] == "followed\n", run
     assert launched["status"] == "COMPLETED", launched
     for j in jobs.values():
         d.rnx("job", "stop", j, check=True)
+
+
+# As a user: N connections, each asking GET /v1/version and keeping the connection open after its
+# answer (HTTP/1.1 keeps it alive); one closed unanswered (joblet shuts a connection past the
+# user's share at once), or closed after its answer (libmicrohttpd past its limit), is closed.
+# Prints {"held": n, "closed": n}, then holds them until its stdin closes.
+CONNECT = r"""
+import json, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held, closed = [], 0
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(path)
+    got = b""
+    try:
+        s.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\n\r\n")
+        while b"\r\n\r\n" not in got:
+            more = s.recv(4096)
+            if not more:
+                break
+            got += more
+    except OSError:
+        got = b""
+    if got.startswith(b"HTTP/1.1 200"):
+        held.append(s)
+    else:
+        closed += 1
+        s.close()
+time.sleep(0.5)
+for s in list(held):      # still open: nothing to read, no end
+    s.setblocking(False)
+    try:
+        s.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        continue
+    except OSError:
+        pass
+    held.remove(s)
+    closed += 1
+    s.close()
+print(json.dumps({"held": len(held), "closed": closed}), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_connections_of_four_users_leave_others_theirs(fresh_daemon):
+    """ulimit -n 256: the socket takes 64 connections at once. Before, a user's share was
+    server.max_connections_per_user (64) whatever the limit: one user's 64 idle connections took
+    every one, and a second user's, a fifth's and root's requests were closed unanswered by
+    libmicrohttpd. Now a user holds at most a quarter of them (16), and the last eighth (8) is kept
+    for admins and users with at most 2 open: four users hold 16, 16, 16 and 8, a fifth user still
+    gets 2 (not a third), and root's `rnx job list` is answered."""
+    d = fresh_daemon(start=False)
+    d.preexec = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    d.start()
+    holders, seen = [], []
+    try:
+        for u in CONNECTORS:
+            h = subprocess.Popen([*setpriv(u), "/usr/bin/python3", "-c", CONNECT, d.sock, "20"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                 env={"PATH": "/usr/bin:/bin"})
+            holders.append(h)
+            seen.append(json.loads(h.stdout.readline()))
+        listed = answered([os.path.join(BUILD, "rnx"), "job", "list"], d.rnx_env())
+    finally:
+        for h in holders:
+            h.kill()
+            h.wait()
+    print(f"\nulimit -n 256, 20 connections asked by each of 5 users: {seen}; root's list: {listed[0]}")
+    assert [s["held"] for s in seen] == [16, 16, 16, 8, 2], seen
+    assert listed[0] == 0, listed
 
 
 def follow(sock_path, job):
