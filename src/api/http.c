@@ -1127,20 +1127,25 @@ static bool conn_count(conn_id *id, jerr *e)
         return !per_user_cap; /* more distinct users than the table holds: refused under a cap */
     }
     if (per_user_cap) {
+        char who[sizeof id->who.person + 16];
+        if (id->who.person[0])
+            snprintf(who, sizeof who, "%s", id->who.person);
+        else
+            snprintf(who, sizeof who, "uid %u", (unsigned)id->who.uid);
         fairshare f = fairshare_of(id->sv->limit, per_user_cap, CONN_FLOOR);
         switch (fairshare_take(&f, id->sv->counted, slot->n, 1, false)) {
         case FAIRSHARE_OK:
             break;
         case FAIRSHARE_SHARE:
-            jerr_http(e, 429, "%s has %u connections open already, its share (server.max_connections_per_user %u, at "
-                              "most a quarter of the %u %s takes at once): close some",
-                      id->who.person, slot->n, per_user_cap, id->sv->limit, id->sv->addr);
+            jerr_http(e, 429, "%s has %u connections open already, its share (server.max_connections_per_user, %u, "
+                              "and at most a quarter of the %u that %s takes at once): close some",
+                      who, slot->n, per_user_cap, id->sv->limit, id->sv->addr);
             return false;
         case FAIRSHARE_FULL:
         case FAIRSHARE_RESERVED:
             jerr_busy(e, "%s takes %u connections at once, and the last %llu are kept for admins and for users with "
                          "at most %u open; %s has %u: try again once some close",
-                      id->sv->addr, id->sv->limit, (unsigned long long)f.reserve, CONN_FLOOR, id->who.person, slot->n);
+                      id->sv->addr, id->sv->limit, (unsigned long long)f.reserve, CONN_FLOOR, who, slot->n);
             return false;
         }
     }
@@ -1233,8 +1238,16 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         authz_local_known(cred.uid); /* its account asked now, if it is not known: see on_request */
         id->known = true;
         jerr why = {0};
-        if (!conn_count(id, &why))
-            shutdown(ci->connect_fd, SHUT_RDWR); /* closed unanswered */
+        if (!conn_count(id, &why)) {
+            /* closed before libmicrohttpd reads from it (it holds nothing then), with the reason
+             * written first for the client to read (rnx reads it though its request cannot be
+             * sent: cli/client.c); a few hundred bytes, into an empty socket buffer */
+            char raw[2048];
+            size_t n = http_reply_error_raw(&why, raw, sizeof raw);
+            if (n && send(ci->connect_fd, raw, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                log_debug("a refused connection's answer: %s", strerror(errno));
+            shutdown(ci->connect_fd, SHUT_RDWR);
+        }
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         reply_conn *rc = *socket_context;
         conn_id *id = rc->owner;

@@ -102,9 +102,9 @@ enum MHD_Result http_reply_json_made_before(struct MHD_Connection *c, unsigned s
     return reply_json(c, status, body, false, lost);
 }
 
-enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
+/* {"error": {...}} of e. */
+static json_t *error_body(const jerr *e)
 {
-    unsigned status = e->http ? (unsigned)e->http : 500;
     char msg[sizeof e->msg], field[sizeof e->field];
     snprintf(msg, sizeof msg, "%s", e->msg);
     snprintf(field, sizeof field, "%s", e->field);
@@ -113,7 +113,30 @@ enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
     json_t *err = json_pack("{s:s,s:s}", "code", jerr_code_name(e), "message", msg);
     if (field[0])
         json_object_set_new(err, "field", json_string(field));
-    return reply_json(c, status, json_pack("{s:o}", "error", err), status == 503 && e->code == EAGAIN, false);
+    return json_pack("{s:o}", "error", err);
+}
+
+enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e)
+{
+    unsigned status = e->http ? (unsigned)e->http : 500;
+    return reply_json(c, status, error_body(e), status == 503 && e->code == EAGAIN, false);
+}
+
+size_t http_reply_error_raw(const jerr *e, char *out, size_t cap)
+{
+    unsigned status = e->http ? (unsigned)e->http : 500;
+    json_t *body = error_body(e);
+    char *t = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!t)
+        return 0;
+    const char *phrase = MHD_get_reason_phrase_for(status);
+    int n = snprintf(out, cap, "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
+                               "Connection: close\r\n\r\n%s\n",
+                     status, phrase && *phrase ? phrase : "Error", strlen(t) + 1,
+                     status == 503 && e->code == EAGAIN ? "Retry-After: 1\r\n" : "", t);
+    free(t);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
 void reply_mhd_log(void *cls, const char *fmt, va_list ap)

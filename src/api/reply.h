@@ -36,6 +36,10 @@ enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, json_
 enum MHD_Result http_reply_json_made_before(struct MHD_Connection *c, unsigned status, json_t *body, bool lost);
 /* {"error": {"code", "message"[, "field"]}} with the error's HTTP status (500 when it has none). */
 enum MHD_Result http_reply_error(struct MHD_Connection *c, const jerr *e);
+/* The same answer whole (status line, headers, "Connection: close", body) in out, for a connection
+ * joblet refuses before libmicrohttpd reads from it (a user past its share of connections): its
+ * length, 0 when it does not fit in cap. */
+size_t http_reply_error_raw(const jerr *e, char *out, size_t cap);
 
 /* libmicrohttpd's own messages (MHD_OPTION_EXTERNAL_LOGGER of each of joblet's servers), in
  * joblet's log with its time and level, not bare on stderr: a streamed answer cut because its

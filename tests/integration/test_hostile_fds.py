@@ -185,12 +185,13 @@ def test_log_followers_of_a_few_users_leave_joblet_its_descriptors(fresh_daemon)
 
 # As a user: N connections, each asking GET /v1/version and keeping the connection open after its
 # answer (HTTP/1.1 keeps it alive); one closed unanswered (joblet shuts a connection past the
-# user's share at once), or closed after its answer (libmicrohttpd past its limit), is closed.
-# Prints {"held": n, "closed": n}, then holds them until its stdin closes.
+# user's share at once, its reason written first), or closed after its answer (libmicrohttpd past
+# its limit), is closed. Prints {"held": n, "closed": n, "said": the first refusal}, then holds
+# them until its stdin closes.
 CONNECT = r"""
 import json, socket, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
-held, closed = [], 0
+held, closed, said = [], 0, ""
 for i in range(n):
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(10)
@@ -198,18 +199,27 @@ for i in range(n):
     got = b""
     try:
         s.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\n\r\n")
+    except OSError:
+        pass          # closed before the request: its answer may be there
+    try:
         while b"\r\n\r\n" not in got:
             more = s.recv(4096)
             if not more:
                 break
             got += more
     except OSError:
-        got = b""
+        pass
     if got.startswith(b"HTTP/1.1 200"):
         held.append(s)
-    else:
-        closed += 1
-        s.close()
+        continue
+    try:
+        while more := s.recv(4096):
+            got += more
+    except OSError:
+        pass
+    said = said or got.decode(errors="replace")
+    closed += 1
+    s.close()
 time.sleep(0.5)
 for s in list(held):      # still open: nothing to read, no end
     s.setblocking(False)
@@ -222,7 +232,7 @@ for s in list(held):      # still open: nothing to read, no end
     held.remove(s)
     closed += 1
     s.close()
-print(json.dumps({"held": len(held), "closed": closed}), flush=True)
+print(json.dumps({"held": len(held), "closed": closed, "said": said}), flush=True)
 sys.stdin.readline()
 """
 
@@ -233,7 +243,9 @@ def test_connections_of_four_users_leave_others_theirs(fresh_daemon):
     every one, and a second user's, a fifth's and root's requests were closed unanswered by
     libmicrohttpd. Now a user holds at most a quarter of them (16), and the last eighth (8) is kept
     for admins and users with at most 2 open: four users hold 16, 16, 16 and 8, a fifth user still
-    gets 2 (not a third), and root's `rnx job list` is answered."""
+    gets 2 (not a third), and root's `rnx job list` is answered. A connection refused is closed
+    before joblet reads from it, its reason written first: 429 past the share, 503 (ask again)
+    where the rest is kept; rnx says it (was: "lost the connection (no answer)")."""
     d = fresh_daemon(start=False)
     d.preexec = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     d.start()
@@ -246,6 +258,8 @@ def test_connections_of_four_users_leave_others_theirs(fresh_daemon):
             holders.append(h)
             seen.append(json.loads(h.stdout.readline()))
         listed = answered([os.path.join(BUILD, "rnx"), "job", "list"], d.rnx_env())
+        theirs = answered([*setpriv(CONNECTORS[0]), os.path.join(BUILD, "rnx"), "job", "list"],
+                          {"PATH": "/usr/bin:/bin", "JOBLET_SOCKET": d.sock})
     finally:
         for h in holders:
             h.kill()
@@ -253,6 +267,13 @@ def test_connections_of_four_users_leave_others_theirs(fresh_daemon):
     print(f"\nulimit -n 256, 20 connections asked by each of 5 users: {seen}; root's list: {listed[0]}")
     assert [s["held"] for s in seen] == [16, 16, 16, 8, 2], seen
     assert listed[0] == 0, listed
+    for s in seen[:3]:
+        assert s["said"].startswith("HTTP/1.1 429 ") and "16 connections open already" in s["said"] and \
+            "server.max_connections_per_user, 64, and at most a quarter of the 64" in s["said"], s["said"]
+    for s in seen[3:]:
+        assert s["said"].startswith("HTTP/1.1 503 ") and "Retry-After: 1" in s["said"] and \
+            "the last 8 are kept for admins and for users with at most 2 open" in s["said"], s["said"]
+    assert theirs[0] == 1 and "uid 4411 has 16 connections open already" in theirs[2], theirs
 
 
 def follow(sock_path, job):
