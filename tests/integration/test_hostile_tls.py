@@ -711,3 +711,48 @@ def test_a_stream_opened_before_its_certificate_expired_is_closed_when_it_does(r
         s.close()
     recs = [r for r in remote.audit() if r["action"] == "closed" and "expired" in (r.get("detail") or "")]
     assert recs, "no audit record of the closed stream"
+
+
+def test_a_persons_connections_past_its_share_are_told_why():
+    """joblet run with few descriptors (RLIMIT_NOFILE 256: the socket and the TLS listener take 32
+    connections each): a person's share is a quarter of the listener's, 8, though
+    server.max_connections_per_user says 64 (common/fairshare.h). A developer's 9th and 10th
+    keep-alive connections are answered 429 naming the share, each a `refused` record of the audit
+    trail; another person's request goes through meanwhile. (Was: the developer could hold all
+    32, and the others' connections waited for one to close.)"""
+    import resource
+    r = Remote(preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+    held, statuses, said = [], [], b""
+    try:
+        for _ in range(10):
+            s = keepalive(r, "developer")
+            s.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            while b"\r\n\r\n" not in got:
+                chunk = s.recv(65536)
+                assert chunk, got
+                got += chunk
+            statuses.append(int(got.split()[1]))
+            if statuses[-1] != 200 and not said:
+                s.settimeout(5)
+                try:
+                    while len(got) < 4096 and (chunk := s.recv(65536)):
+                        got += chunk
+                except OSError:
+                    pass
+                said = got
+            held.append(s)
+        st, _ = r.api("reader", "GET", "/v1/version")
+    finally:
+        for s in held:
+            s.close()
+    try:
+        assert statuses == [200] * 8 + [429] * 2, statuses
+        assert st == 200
+        text = said.decode(errors="replace")
+        assert f"{r.person['developer']} has 8 connections open already, its share (server.max_connections_per_user, " \
+               "64, and at most a quarter of the 32 that 127.0.0.1:" in text, text
+        refused = [a for a in r.audit() if a["action"] == "refused" and "connections open already" in a["detail"]]
+        assert len(refused) == 2, refused
+    finally:
+        r.close()
