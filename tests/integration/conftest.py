@@ -289,6 +289,9 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock.connect(self.unix_path)
 
 
+START_WAIT_S = 120   # Daemon.start: how long a daemon that has not exited may take to answer
+
+
 class Daemon:
     def __init__(self, config_text=None, env=None, wrap=None):
         self.extra_env = env or {}
@@ -329,7 +332,9 @@ class Daemon:
                                          **self.extra_env},
             preexec_fn=self.preexec)
         log.close()
-        deadline = time.time() + 20
+        # a bound on a hang, not on speed: a start that exits fails at once; one that reads 10,000
+        # jobs under the sanitizers on a loaded machine took over 20 s (local run 166)
+        deadline = time.time() + START_WAIT_S
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("joblet exited at start:\n" + self.log())
@@ -346,7 +351,7 @@ class Daemon:
         # its zygote and cgroups outlived the run)
         text = self.log()
         self.cleanup()
-        raise RuntimeError("joblet did not answer within 20 s:\n" + text)
+        raise RuntimeError(f"joblet did not answer within {START_WAIT_S} s:\n" + text)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)

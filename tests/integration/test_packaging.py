@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, Daemon, need_root
+from conftest import BUILD, START_WAIT_S, Daemon, need_root
 
 PREFIX = "/usr/local"   # meson's default prefix: the build directory of the tests is set up with it
 
@@ -30,7 +30,7 @@ class Installed(Daemon):
             stdout=log, stderr=log, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
                                          **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}})
         log.close()
-        deadline = time.time() + 20
+        deadline = time.time() + START_WAIT_S
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"joblet exited at start ({self.proc.returncode}):\n" + self.log())
@@ -39,7 +39,7 @@ class Installed(Daemon):
                 return self
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError("joblet did not answer within 20 s:\n" + self.log())
+        raise RuntimeError(f"joblet did not answer within {START_WAIT_S} s:\n" + self.log())
 
     def rnx(self, *args, timeout=60, check=True):
         p = subprocess.run([self.rnx_path, *args], capture_output=True, text=True, timeout=timeout,
