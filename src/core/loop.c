@@ -127,7 +127,7 @@ void loop_run(int (*before_wait)(void), void (*after_wake)(void))
             watch *w = evs[i].data.ptr;
             w->fn(w, evs[i].events);
         }
-        turn++;
+        loop_turn_over();
         loop_run_later();
         after_wake();
     }

@@ -52,8 +52,8 @@ uint64_t loop_turns(void);
 int64_t loop_longest_turn_ns(void);
 void loop_later(loop_task *t);
 void loop_later_cancel(loop_task *t);
-/* A turn ends without loop_run: the per-turn budgets (loop_budget) are whole again. For a harness
- * that plays requests one turn each (tests/fuzz/fuzz_routes.c); loop_run counts its own. */
+/* A turn ends: the per-turn budgets (loop_budget) are whole again. loop_run ends each of its
+ * turns so, and a harness that plays requests one turn each (tests/fuzz/fuzz_routes.c) its own. */
 void loop_turn_over(void);
 /* The tasks queued with loop_later before now, run (loop_run does it every turn; the harness
  * above too, to resume a request parked until the next turn). */

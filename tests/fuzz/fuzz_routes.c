@@ -205,6 +205,12 @@ struct MHD_Response *MHD_create_response_from_fd_at_offset64(uint64_t size, int 
     return MHD_create_response_from_buffer(n > 0 ? (size_t)n : 0, data, MHD_RESPMEM_MUST_FREE);
 }
 
+/* (reply.c's answer to a connection refused before it is read) */
+const char *MHD_get_reason_phrase_for(unsigned int code)
+{
+    return code == 429 ? "Too Many Requests" : code == 503 ? "Service Unavailable" : "";
+}
+
 enum MHD_Result MHD_set_connection_option(struct MHD_Connection *c, enum MHD_CONNECTION_OPTION option, ...)
 {
     return MHD_YES;
