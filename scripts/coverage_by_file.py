@@ -208,6 +208,13 @@ def unreached(out, prefixes):
     total = sum(len(v) for v in lines.values())
     missed = {src: sorted(n for n in v if (src, n) not in hit) for src, v in sorted(lines.items())}
     print(f"{sum(len(v) for v in missed.values())} of {total} lines no module nor unit test reaches")
+    parts = {}
+    for src, v in lines.items():
+        part = parts.setdefault(os.path.dirname(src), [0, 0])
+        part[0] += len(v)
+        part[1] += len(missed[src])
+    for part, (n, m) in sorted(parts.items()):
+        print(f"  {part}/: {n} lines, {m} not reached, {100 * (n - m) / max(n, 1):.1f} % reached")
     for src, nums in missed.items():
         if not nums:
             continue
