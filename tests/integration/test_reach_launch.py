@@ -632,6 +632,39 @@ def test_a_requeue_the_database_does_not_take_leaves_the_job_running(d):
     d.api("POST", f"/v1/jobs/{jid}/stop")
 
 
+def test_a_suspended_jobs_requeue_the_database_does_not_take_leaves_it_suspended(d):
+    """A suspended job is thawed for its requeue's stop; when the requeue's intent cannot be
+    committed (another process holds joblet's database), it is frozen again (job_ctl.c refreeze):
+    503 with Retry-After, the job SUSPENDED as the admin left it, its command not running on (its
+    output does not grow), a `suspended` event saying it was frozen again; resumed, it runs."""
+    from conftest import DbLock
+    jid = d.submit("sh", "-c", "while :; do echo tick; sleep 0.1; done")
+    d.wait_status(jid, "RUNNING")
+    wait_for(lambda: "tick" in d.output(jid), "the job's first line")
+    st, ans = d.api("POST", f"/v1/jobs/{jid}/suspend")
+    assert st == 200, ans
+    d.wait_status(jid, "SUSPENDED")
+    lock = DbLock(d.state)
+    try:
+        st, retry, ans = d.api_retry_after("POST", f"/v1/jobs/{jid}/requeue")
+    finally:
+        lock.release()
+    assert st == 503 and retry is not None and "database is locked" in ans["error"]["message"], (st, retry, ans)
+    job = d.job(jid)
+    assert job["status"] == "SUSPENDED" and not job["requeuing"] and job["preemptions"] == 0, job
+    time.sleep(0.5)
+    ticks = d.output(jid).count("tick")
+    time.sleep(1)
+    assert d.output(jid).count("tick") == ticks, "the job ran on while SUSPENDED"
+    wait_for(lambda: any(e == "suspended" and "frozen again" in detail for e, detail in d.events(jid)),
+             "the event of the job frozen again")
+    assert "requeued" not in [e for e, _ in d.events(jid)], d.events(jid)
+    st, ans = d.api("POST", f"/v1/jobs/{jid}/resume")
+    assert st == 200, ans
+    wait_for(lambda: d.output(jid).count("tick") > ticks, "the job runs once resumed")
+    d.api("POST", f"/v1/jobs/{jid}/stop")
+
+
 def loops_backed_by(path):
     out = []
     for bf in glob.glob("/sys/block/loop*/loop/backing_file"):
