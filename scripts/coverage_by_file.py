@@ -48,6 +48,10 @@ def gcda_files(top):
 
 
 def collect(out, args):
+    if out == "/work" or out.startswith("/work/"):
+        # a helper in a job's mount namespace (a copy's) would write its counters under the job's
+        # own /work (test_job_cp then found a 'work' directory it did not make)
+        sys.exit(f"{out}: under /work, which is every job's own /work too: collect elsewhere (/var/tmp/...)")
     workers = int(os.environ.get("JOBLET_TEST_WORKERS", "3"))
     for i in range(workers):
         build = os.path.join(ROOT, f"build-cov-{i}")
