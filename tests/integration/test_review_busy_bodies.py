@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import DbLock, UnixHTTPConnection, need_root, need_setpriv
+from conftest import DbLock, UnixHTTPConnection, need_root, need_setpriv, wait_for
 
 MB = 1 << 20
 
@@ -455,5 +455,16 @@ def test_a_work_filesystem_busy_is_not_said_to_be_the_database(fresh_daemon):
         if fd is not None:
             os.close(fd)
         subprocess.run(["losetup", "-d", dev])
-    # the device let go: the filesystem is mounted again through it, and a job runs
+    # the device let go: once it is (a detach while udev still probes the device is deferred to its
+    # last close: local run 167 submitted before, and joblet mounted through the device being torn
+    # down, EIO), the filesystem is mounted again, and a job runs
+    backing = f"/sys/block/{os.path.basename(dev)}/loop/backing_file"
+
+    def detached():
+        try:
+            with open(backing) as f:
+                return f.read().strip() != os.path.realpath(image)
+        except OSError:
+            return True
+    wait_for(detached, f"{dev} detached", timeout=60)
     assert d.wait(d.submit("true"), 60)["status"] == "COMPLETED"
