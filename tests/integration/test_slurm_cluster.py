@@ -17,6 +17,7 @@ import time
 import pytest
 
 from slurm_cluster import NODES, SlurmCluster, build_spank_plugin, slurm_cluster_fixture  # noqa: F401
+from conftest import wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -229,6 +230,9 @@ def test_spank_plugin_loaded_and_what_hooks_see(slurm_cluster):
     assert p.returncode == 0, p.stderr
     job, uid = p.stdout.split()
     assert int(uid) == nobody.pw_uid
+    # slurmstepd's exit hook runs as the step ends, which srun may return before (local run 168,
+    # under a whole run's load: 'exit' not written yet)
+    wait_for(lambda: probe_log(slurm_cluster, job)["exit"], "slurmstepd's exit hook in the probe's log")
     log = probe_log(slurm_cluster, job)
     local = [line for line in open(slurm_cluster.path("log", "spank-probe.log")) if " ctx=1 " in line]
     assert any(line.startswith("init_post_opt ") and f"uid={nobody.pw_uid} " in line for line in local), local
