@@ -888,7 +888,10 @@ def test_over_tls(remote, pane_for):
     pane.wait_for(r"^rc=3$", since=at)
     # who may attach: the owner; not a maintainer (who sees every job), not another developer,
     # not a reader (who changes nothing)
-    st, job = remote.api("developer", "POST", "/v1/jobs", {"command": "sleep", "args": ["60"], "tty": True})
+    # the job reads a line before it sleeps, so the stop below comes once its command runs (a stop
+    # before the command ran ends it 127, "the command was not run": the project's CI of stop 67)
+    st, job = remote.api("developer", "POST", "/v1/jobs",
+                         {"command": "sh", "args": ["-c", "read x; echo up-$x; exec sleep 60"], "tty": True})
     assert st == 201, job
     try:
         for who, why in (("maintainer", b"attaching to another user's job"), ("other", b"another user's job"),
@@ -899,7 +902,8 @@ def test_over_tls(remote, pane_for):
             s.close()
         s, status = tls_attach(remote, "developer", job["id"])
         assert status == 101
-        s.sendall(frame(3, struct.pack(">HH", 24, 80)))
+        s.sendall(frame(3, struct.pack(">HH", 24, 80)) + frame(0, b"$((6*7))\n"))
+        read_until(s, b"up-$((6*7))")
         remote.api("developer", "POST", f"/v1/jobs/{job['id']}/stop")
         got = frames(s)
         assert got[-1] == (4, 143), got   # SIGTERM: 128 + 15
