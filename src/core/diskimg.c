@@ -78,11 +78,14 @@ void diskimg_helper_main(int argc, char **argv)
     _exit(write(3, &st, sizeof st) == (ssize_t)sizeof st ? 0 : 1);
 }
 
+enum { DISKIMG_DEVS = 8 };
+typedef char diskimg_dev[32]; /* "/dev/loopN" */
+static int held_by(const char *image, diskimg_dev *devs, int max);
+
 /* The helper forks mke2fs, waits for it and writes its wait status to a pipe: the daemon reaps
  * every child in its SIGCHLD handler, so a child's own exit status cannot be relied on.
  * mke2fs's output goes to a file, which cannot fill up and block it as a pipe could. */
 static pid_t start_helper(const char *path, const char *const *argv, int log_fd, int *pidfd, int *status_fd, jerr *e);
-static bool held_by(const char *image, char *dev, size_t devlen);
 
 pid_t diskimg_format_start(const char *mke2fs, const char *image, uid_t root_uid, gid_t root_gid, int log_fd,
                            int *pidfd, int *status_fd, jerr *e)
@@ -214,10 +217,10 @@ int diskimg_unmount_if_free(const char *image, const char *mnt, jerr *e)
 {
     if (diskimg_mounted(mnt) && umount2(mnt, 0) < 0)
         return jerr_sys(e, "unmount %s", mnt);
-    char dev[300];
-    if (held_by(image, dev, sizeof dev))
+    diskimg_dev dev[1];
+    if (held_by(image, dev, 1))
         return jerr_set(e, EBUSY, "%s is still held by %s (mounted elsewhere, or not let go by the kernel yet)",
-                        image, dev);
+                        image, dev[0]);
     return 0;
 }
 
@@ -294,22 +297,23 @@ static int attach_loop(const char *image, char *dev, size_t devlen, jerr *e)
     return lfd;
 }
 
-/* The loop device that already holds the image, when one does: the filesystem is mounted
- * somewhere still (a job's mount namespace holds it after the daemon's own mount went). A
- * second device over the same image would be a second ext4 over the same blocks: the
- * filesystem is mounted through the first again instead. */
-static bool held_by(const char *image, char *dev, size_t devlen)
+/* The loop devices that name the image as their backing file (at most max, in devs[]): one
+ * holds the filesystem when it is mounted somewhere still (a job's mount namespace holds it after
+ * the daemon's own mount went), and a second device over the same image would be a second ext4
+ * over the same blocks: the filesystem is mounted through the first again instead. Others may be
+ * on their way out (below). */
+static int held_by(const char *image, diskimg_dev *devs, int max)
 {
     char real[PATH_MAX];
     if (!realpath(image, real))
-        return false;
+        return 0;
     DIR *d = opendir("/sys/block");
     if (!d)
-        return false;
+        return 0;
     struct dirent *de;
-    bool found = false;
-    while (!found && (de = readdir(d))) {
-        if (strncmp(de->d_name, "loop", 4))
+    int n = 0;
+    while (n < max && (de = readdir(d))) {
+        if (strncmp(de->d_name, "loop", 4) || strlen(de->d_name) >= sizeof devs[0] - 5)
             continue;
         char path[300];
         snprintf(path, sizeof path, "/sys/block/%s/loop/backing_file", de->d_name);
@@ -317,25 +321,52 @@ static bool held_by(const char *image, char *dev, size_t devlen)
         if (!b)
             continue;
         b[strcspn(b, "\n")] = 0;
-        if (!strcmp(b, real)) {
-            snprintf(dev, devlen, "/dev/%s", de->d_name);
-            found = true;
-        }
+        if (!strcmp(b, real))
+            snprintf(devs[n++], sizeof devs[0], "/dev/%s", de->d_name);
         free(b);
     }
     closedir(d);
-    return found;
+    return n;
+}
+
+/* Whether a loop device is held by a filesystem (or by anyone else exclusively): a mount holds
+ * its device exclusively, so an exclusive open fails EBUSY. A device being torn down (its last
+ * user gone: the kernel's autoclear, or a `losetup -d` deferred while udev probed it) refuses
+ * opens, ENXIO: not held. */
+static bool held_exclusively(const char *dev)
+{
+    int fd = open(dev, O_RDONLY | O_EXCL | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+        close(fd);
+        return false;
+    }
+    return errno != ENXIO && errno != ENODEV && errno != ENOENT;
 }
 
 int diskimg_mount(const char *image, const char *mnt, jerr *e)
 {
-    char dev[300];
-    if (held_by(image, dev, sizeof dev)) {
-        if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro") < 0)
-            return jerr_sys(e, "mount %s (%s, which already holds it) on %s", image, dev, mnt);
-        log_info("%s mounted on %s through %s, which already held it", image, mnt, dev);
-        return 0;
+    diskimg_dev devs[DISKIMG_DEVS];
+    int n = held_by(image, devs, DISKIMG_DEVS);
+    /* Through a device that names the image when one will take the mount. One that will not and
+     * that nothing holds exclusively holds no filesystem: it is being torn down (mounting through
+     * it fails EIO), or it is someone's loop device over the image that is not mounted. No second
+     * ext4 over the same blocks can come of a fresh device then, and the image is attached anew.
+     * A device held exclusively that will not take the mount (mounted elsewhere, yet refusing)
+     * is not gone around: its error is the answer. */
+    for (int i = 0; i < n; i++) {
+        if (mount(devs[i], mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro") == 0) {
+            log_info("%s mounted on %s through %s, which already held it", image, mnt, devs[i]);
+            return 0;
+        }
+        int err = errno;
+        if (held_exclusively(devs[i])) {
+            errno = err;
+            return jerr_sys(e, "mount %s (%s, which already holds it) on %s", image, devs[i], mnt);
+        }
+        log_warn("%s: mounting it through %s, which names it, failed (%s), and nothing holds that device",
+                 image, devs[i], strerror(err));
     }
+    char dev[300];
     int lfd = attach_loop(image, dev, sizeof dev, e);
     if (lfd < 0)
         return -1;
@@ -344,7 +375,7 @@ int diskimg_mount(const char *image, const char *mnt, jerr *e)
         jerr_sys(e, "mount %s (%s) on %s", image, dev, mnt);
     close(lfd); /* the mount holds the device now; after a failure, this releases it */
     if (rc == 0)
-        log_info("%s mounted on %s through %s", image, mnt, dev);
+        log_info("%s mounted on %s through %s%s", image, mnt, dev, n ? " (attached anew)" : "");
     return rc;
 }
 
