@@ -64,7 +64,8 @@ static char sock_path[256];
 /* An account's connections (conn_counts, below) and the request bodies they hold. */
 struct conn_count {
     uid_t uid;
-    unsigned n;                  /* 0: a free slot */
+    unsigned n;                  /* over every server; 0: a free slot */
+    unsigned on[1 + REMOTE_LISTEN_MAX]; /* to each server (servers[]) */
     uint64_t body_bytes;         /* what its connections' request bodies hold (on_request) */
 };
 
@@ -1109,10 +1110,12 @@ static struct conn_count *conn_slot(uid_t uid, bool add)
     return add ? free_slot : NULL;
 }
 
-/* A user's connections to a server: at most server.max_connections_per_user, and a quarter of
- * the server's (a limit short of four times the configured share: ulimit -n 256 gives the socket
- * 64); the server's last eighth is kept for admins and users with at most CONN_FLOOR
- * (common/fairshare.h), so that four users each within its share cannot hold all of them. */
+/* A user's connections: at most server.max_connections_per_user over every server, and to each
+ * server a quarter of what it takes at once (a limit short of four times the configured share:
+ * ulimit -n 256 gives the socket 64); each server's last eighth is kept for admins and users with
+ * at most CONN_FLOOR there (common/fairshare.h), so that four users each within its share cannot
+ * hold all of one server's. A user's connections to one server are not counted against its share
+ * of another (16 on the socket leave its TLS connections their own quarter of the listener). */
 #define CONN_FLOOR 2
 
 /* Counts a connection against its account's share; false, and why in e, when it may not be. */
@@ -1126,30 +1129,38 @@ static bool conn_count(conn_id *id, jerr *e)
         jerr_http(e, 429, "more than %u users have connections open: try again once some close", CONN_UIDS);
         return !per_user_cap; /* more distinct users than the table holds: refused under a cap */
     }
+    size_t si = (size_t)(id->sv - servers);
     if (per_user_cap) {
         char who[sizeof id->who.person + 16];
         if (id->who.person[0])
             snprintf(who, sizeof who, "%s", id->who.person);
         else
             snprintf(who, sizeof who, "uid %u", (unsigned)id->who.uid);
+        if (slot->n >= per_user_cap) {
+            jerr_http(e, 429, "%s has %u connections open already (to %s and joblet's other servers), its share "
+                              "(server.max_connections_per_user, %u): close some",
+                      who, slot->n, id->sv->addr, per_user_cap);
+            return false;
+        }
         fairshare f = fairshare_of(id->sv->limit, per_user_cap, CONN_FLOOR);
-        switch (fairshare_take(&f, id->sv->counted, slot->n, 1, false)) {
+        switch (fairshare_take(&f, id->sv->counted, slot->on[si], 1, false)) {
         case FAIRSHARE_OK:
             break;
         case FAIRSHARE_SHARE:
-            jerr_http(e, 429, "%s has %u connections open already, its share (server.max_connections_per_user, %u, "
-                              "and at most a quarter of the %u that %s takes at once): close some",
-                      who, slot->n, per_user_cap, id->sv->limit, id->sv->addr);
+            jerr_http(e, 429, "%s has %u connections open already to %s, its share there (a quarter of the %u it "
+                              "takes at once, at most server.max_connections_per_user, %u): close some",
+                      who, slot->on[si], id->sv->addr, id->sv->limit, per_user_cap);
             return false;
         case FAIRSHARE_FULL:
         case FAIRSHARE_RESERVED:
             jerr_busy(e, "%s takes %u connections at once, and the last %llu are kept for admins and for users with "
-                         "at most %u open; %s has %u: try again once some close",
-                      id->sv->addr, id->sv->limit, (unsigned long long)f.reserve, CONN_FLOOR, who, slot->n);
+                         "at most %u open there; %s has %u: try again once some close",
+                      id->sv->addr, id->sv->limit, (unsigned long long)f.reserve, CONN_FLOOR, who, slot->on[si]);
             return false;
         }
     }
     slot->n++;
+    slot->on[si]++;
     id->slot = slot;
     id->sv->counted++;
     return true;
@@ -1253,8 +1264,12 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         conn_id *id = rc->owner;
         pending_remove(id);
         tls_conns_remove(id);
-        if (id->slot && id->slot->n)
+        if (id->slot && id->slot->n) {
             id->slot->n--;
+            size_t si = (size_t)(id->sv - servers);
+            if (id->slot->on[si])
+                id->slot->on[si]--;
+        }
         if (id->slot && id->sv->counted)
             id->sv->counted--;
         tls_peer_free(id->peer);

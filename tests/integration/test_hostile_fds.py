@@ -268,11 +268,11 @@ def test_connections_of_four_users_leave_others_theirs(fresh_daemon):
     assert [s["held"] for s in seen] == [16, 16, 16, 8, 2], seen
     assert listed[0] == 0, listed
     for s in seen[:3]:
-        assert s["said"].startswith("HTTP/1.1 429 ") and "16 connections open already" in s["said"] and \
-            "server.max_connections_per_user, 64, and at most a quarter of the 64" in s["said"], s["said"]
+        assert s["said"].startswith("HTTP/1.1 429 ") and "16 connections open already to " in s["said"] and \
+            "(a quarter of the 64 it takes at once, at most server.max_connections_per_user, 64)" in s["said"], s["said"]
     for s in seen[3:]:
         assert s["said"].startswith("HTTP/1.1 503 ") and "Retry-After: 1" in s["said"] and \
-            "the last 8 are kept for admins and for users with at most 2 open" in s["said"], s["said"]
+            "the last 8 are kept for admins and for users with at most 2 open there" in s["said"], s["said"]
     assert theirs[0] == 1 and "uid 4411 has 16 connections open already" in theirs[2], theirs
 
 
