@@ -1165,7 +1165,9 @@ static int shim_run(const char *dir)
         write_status(&sh, 0, 0, &none);
         if (sh.console_r >= 0)
             close(sh.console_r);
-        shim_term_finish(sh.term, 127, sh.error); /* (what write_status records: start_failed, 127) */
+        /* what write_status records: start_failed, 127; or stopped (or left) before the
+         * command ran, no code: 1, as rnx job run --follow says it */
+        shim_term_finish(sh.term, sh.stopped_unrun || sh.not_run ? 1 : 127, sh.error);
         spec_free(&sh.spec);
         return 0;
     }
