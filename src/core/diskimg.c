@@ -366,6 +366,9 @@ int diskimg_mount(const char *image, const char *mnt, jerr *e)
         log_warn("%s: mounting it through %s, which names it, failed (%s), and nothing holds that device",
                  image, devs[i], strerror(err));
     }
+    if (n == DISKIMG_DEVS) /* (more may name it, one of them mounted: no fresh device then) */
+        return jerr_set(e, EBUSY, "%d loop devices or more name %s and none takes the mount: detach them "
+                                  "(losetup -j %s)", DISKIMG_DEVS, image, image);
     char dev[300];
     int lfd = attach_loop(image, dev, sizeof dev, e);
     if (lfd < 0)
