@@ -35,7 +35,7 @@ def test_memory_volume_stays_between_an_arrays_tasks(fresh_daemon):
     last = d.rnx("job", "log", f"{aid[:8]}_9", check=True).stdout
     assert last.strip() == "0 1 2 3 4 5 6 7 8 9", last
     # the array ended: nothing keeps the memory volume any more
-    wait_for(lambda: "scratch" not in vols(d), "the memory volume is still listed", 10)
+    wait_for(lambda: "scratch" not in vols(d), "the memory volume is still listed", 60)
     assert "its next task could not be made" not in d.log(), d.log()[-3000:]
 
 
@@ -66,7 +66,7 @@ def test_volume_remove_refused_while_an_array_has_tasks_to_make(fresh_daemon):
     assert a["status"] == "COMPLETED" and a["array"]["counts"] == {"COMPLETED": 3}, a
     assert d.rnx("job", "log", f"{aid[:8]}_2", check=True).stdout == "mem\n"
     # ended: nothing keeps it any more (the memory volume went with the last task)
-    wait_for(lambda: "mem" not in vols(d), "the volume is still listed", 10)
+    wait_for(lambda: "mem" not in vols(d), "the volume is still listed", 60)
     assert "its next task could not be made" not in d.log(), d.log()[-3000:]
 
 
@@ -78,13 +78,15 @@ def test_a_task_that_can_never_be_made_ends_the_array_saying_why(fresh_daemon):
     rnx job wait returns."""
     d = fresh_daemon()
     assert d.rnx("volume", "create", "m", "--size=4MB", "--type=memory").returncode == 0
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 6))
+    # 20 s ahead: a job with the volume and the volume's removal come first, under a whole run's load
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 20))
     aid = d.rnx("job", "run", "--array=0-4%1", "--volume=m", f"--schedule={when}", "true", check=True).stdout.strip()
     assert d.job(aid)["status"] == "SCHEDULED"
     j, _, err = d.run("true", volumes=["m"])
     assert j["status"] == "COMPLETED", (j, err)
-    wait_for(lambda: "m" not in vols(d), "the memory volume is still listed", 10)
-    w = d.rnx("job", "wait", aid, timeout=30)
+    wait_for(lambda: "m" not in vols(d), "the memory volume is still listed", 15)
+    assert d.job(aid)["status"] == "SCHEDULED"   # (its time not come yet: the precondition)
+    w = d.rnx("job", "wait", aid, timeout=60)
     assert w.returncode != 0 and f"{aid[:8]} CANCELED" in w.stdout, (w.returncode, w.stdout, w.stderr)
     a = d.job(aid)
     assert a["status"] == "CANCELED" and a["array"]["counts"] == {"CANCELED": 5}, a

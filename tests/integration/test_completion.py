@@ -247,7 +247,7 @@ def test_a_daemon_that_does_not_answer_gives_nothing_within_seconds(bash_script,
     try:
         start = time.monotonic()
         assert complete_bash(bash_script, "rnx job status ", socket_path=path, again=False) == []
-        assert time.monotonic() - start < 8
+        assert time.monotonic() - start < 30   # (rnx gives up after 3 s; a hang is 60 s)
     finally:
         stop.set()
         t.join()

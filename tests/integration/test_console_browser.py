@@ -412,7 +412,8 @@ def test_jobs_show_their_slurm_numbers(fresh_daemon, shots, own_net, tmp_path):
     """Every job and array has a number (docs/api.md, "Numbers"): the Jobs table shows it beside
     the id, an expanded array shows each task's (none for a task not made yet), and a job's page
     shows it as SLURM_JOB_ID, a task's also its array's as SLURM_ARRAY_JOB_ID: the numbers the
-    jobs themselves see and rnx job status prints."""
+    jobs themselves see and rnx job status prints. A job's page shows its history too (the events
+    rnx job status --detail prints), kept live as the job is stopped from elsewhere."""
     d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
     d.wait(d.rnx("job", "run", "true", check=True).stdout.split()[-1])      # numbers from 2 on
     jid = d.rnx("job", "run", "--slurm-env", "--name=numbered", "sh", "-c",
@@ -457,6 +458,18 @@ def test_jobs_show_their_slurm_numbers(fresh_daemon, shots, own_net, tmp_path):
         go(drv, f"#/jobs/{jid}")
         wait(drv, lambda x: x.find_element(By.ID, "job-number").text == str(job["number"]))
         assert "SLURM_JOB_ID" in drv.find_element(By.ID, "job-number").find_element(By.XPATH, "..").text
+        # its history, as rnx job status --detail prints it (?detail=1), and live: stopped from
+        # elsewhere, the page shows the stop and the end without a reload
+        hist = lambda x: [(r.get_attribute("data-event"), r.find_elements(By.TAG_NAME, "td")[2].text)
+                          for r in css(x, "#job-history tbody tr")]
+        wait(drv, lambda x: [e for e, _ in hist(x)][:1] == ["submitted"] and "started" in [e for e, _ in hist(x)])
+        assert d.api("POST", f"/v1/jobs/{jid}/stop")[0] == 200
+        d.wait(jid)
+        wait(drv, lambda x: [e for e, _ in hist(x)][-2:] == ["stopping", "ended"])
+        events = d.api("GET", f"/v1/jobs/{jid}?detail=1")[1]["detail"]["events"]
+        assert hist(drv) == [(e["event"], e["detail"]) for e in events], (hist(drv), events)
+        assert "stopped by uid 0" in hist(drv)[-1][1]
+        drv.save_screenshot(os.path.join(shots, "job-history.png"))
         # a task's page, from its row: its own number and its array's
         go(drv, "#/jobs")
         click(drv, f'#jobs-table tr.task[data-id="{task["id"]}"] a')

@@ -81,7 +81,7 @@ def test_gvisor_secrets_stay_off_the_disk(fresh_daemon):
     assert "TOKEN" in shown["process"]["env"]
     assert d.rnx("job", "kill", jid).returncode == 0
     d.wait(jid, 30)
-    wait_for(lambda: not os.path.exists(os.path.dirname(bundle)), "the bundle outlived its job", 10)
+    wait_for(lambda: not os.path.exists(os.path.dirname(bundle)), "the bundle outlived its job", 60)
 
 
 @needs_runsc
@@ -144,7 +144,7 @@ def test_gvisor_job_stop_and_kill(fresh_daemon):
         left = subprocess.run([RUNSC, f"--root={d.state}/runsc", "list", "--quiet"], capture_output=True, text=True)
         assert left.returncode == 0, left.stderr
         return left.stdout.strip() == ""
-    wait_for(none_left, "runsc still lists containers of ended jobs", 10)
+    wait_for(none_left, "runsc still lists containers of ended jobs", 60)
 
 
 @needs_runsc

@@ -125,7 +125,11 @@ def test_a_copy_into_a_job_deleted_meanwhile_leaves_nothing_behind(fresh_daemon)
             code, ans = d.api("DELETE", f"/v1/jobs/{jid}")
         assert code == 200, ans
         deleted.append(jid)
-    time.sleep(2)                                         # (trash's thread removes what is left)
+    # (trash's thread removes what is left, in the background: up to a minute under a whole run)
+    try:
+        wait_for(lambda: not [j for j in deleted if glob_work(d, j)], "the deleted jobs' /work removed", 60)
+    except AssertionError:
+        pass
     left = [j for j in deleted if glob_work(d, j)]
     assert not left, (f"{len(left)} of {len(deleted)} jobs deleted during a copy into them left their /work: "
                       f"{[glob_work(d, j)[0] for j in left]}\n" +

@@ -92,7 +92,7 @@ def running_gvisor_job(d, seconds=60):
     jid = d.submit("sh", "-c", f"echo up; sleep {seconds}; echo survived", isolation="gvisor")
     d.wait_status(jid, "RUNNING", timeout=60)
     wait_for(lambda: d.output(jid) == "up\n", f"gVisor job {jid} never printed", timeout=60)
-    cg = wait_for(lambda: job_cgroup(d, jid), f"no cgroup for job {jid}", timeout=10)
+    cg = wait_for(lambda: job_cgroup(d, jid), f"no cgroup for job {jid}", timeout=60)
     return jid, cg
 
 
@@ -144,7 +144,7 @@ def test_gvisor_job_of_nobody_keeps_nobodys_files_and_a_sandbox_uid_of_its_own(f
     jid = json.loads(p.stdout)["id"]
     d.wait_status(jid, "RUNNING", timeout=60)
     wait_for(lambda: d.output(jid) == "up\n", f"gVisor job {jid} never printed", timeout=60)
-    cg = wait_for(lambda: job_cgroup(d, jid), "no cgroup", timeout=10)
+    cg = wait_for(lambda: job_cgroup(d, jid), "no cgroup", timeout=60)
     uids = {uid_of(p) for p in procs_of(cg)} - {None}
     assert NOBODY not in uids and len(uids - {0}) == 1, uids
     got = signal_as(NOBODY, procs_of(cg), 0)

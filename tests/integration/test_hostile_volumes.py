@@ -93,7 +93,7 @@ def test_a_pending_upload_is_a_user_of_its_volume(fresh_daemon):
     assert wait_job(d, BOB, j["id"])["status"] == "COMPLETED"
     assert job_output(d, BOB, j["id"]) == "bobs\nf\n"
     # its last user ended: the memory volume goes now
-    wait_for(lambda: "handoff" not in volumes_of(d), "the memory volume is still listed", 10)
+    wait_for(lambda: "handoff" not in volumes_of(d), "the memory volume is still listed", 60)
 
 
 def test_a_waiting_job_never_mounts_a_volume_that_took_its_volumes_name(fresh_daemon):
@@ -239,7 +239,7 @@ def test_a_job_scheduled_far_ahead_does_not_keep_a_memory_volume(fresh_daemon):
     assert code == 201, w
     assert wait_job(d, BOB, w["id"])["status"] == "COMPLETED"
     mnt = os.path.join(d.state, "volumes", "pinned", "mnt")
-    wait_for(lambda: "pinned" not in volumes_of(d), "the memory volume is still kept by a job 3,000 days ahead", 10)
+    wait_for(lambda: "pinned" not in volumes_of(d), "the memory volume is still kept by a job 3,000 days ahead", 60)
     assert not mounts_under(mnt)
     print(f"Shmem: {before} kB before the writer, {shmem_kb()} kB after the volume went")
     assert api_as(d, BOB, "GET", f"/v1/jobs/{s['id']}")[1]["status"] == "SCHEDULED"

@@ -268,7 +268,7 @@ def test_max_runtime_stops_job_with_time_limit(daemon):
     assert job["status"] == "FAILED", job
     assert job["end_reason"] == "time_limit", job
     assert job["limits"]["max_runtime_s"] == 1
-    assert took < 15, f"the 1 s runtime limit ended the job only after {took:.1f} s"
+    assert took < 28, f"the 1 s runtime limit ended the job only after {took:.1f} s (sleep 30 ran on?)"
     assert 0.9 <= job_wall_s(job) < 15, (job["started_at"], job["ended_at"])
     p = daemon.rnx("job", "status", job["id"], check=True)
     assert "time limit" in p.stdout, p.stdout

@@ -138,7 +138,7 @@ def test_no_follow_returns_what_there_is(daemon):
         time.sleep(0.05)
     t0 = time.time()
     assert d.rnx("job", "log", "--no-follow", jid, check=True).stdout == "now\n"
-    assert time.time() - t0 < 15
+    assert time.time() - t0 < 25   # (it returns, not follows the job's 30 s)
     d.rnx("job", "kill", jid, check=True)
 
 

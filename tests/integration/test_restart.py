@@ -122,7 +122,7 @@ def test_sigterm_of_daemon_leaves_jobs_running(fresh_daemon):
     def written():   # (the shim makes the file at the job's first output: none yet under load)
         return os.path.getsize(out) if os.path.exists(out) else 0
     size = written()
-    wait_for(lambda: written() > size, "the job wrote nothing while the daemon was down", 10)
+    wait_for(lambda: written() > size, "the job wrote nothing while the daemon was down", 60)
     d.start()
     job = d.wait(jid, timeout=30)
     assert job["status"] == "FAILED" and job["exit_code"] == 7, job

@@ -77,7 +77,7 @@ def test_a_copy_whose_helper_stalls_is_not_cut_for_the_wait(fresh_daemon):
                                    f"/v1/jobs/{jid}/archive?path=/work"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env={"PATH": "/usr/bin:/bin"})
-        helper = wait_for(lambda: helpers(d.proc.pid), "the copy's helper starts", timeout=10)[0]
+        helper = wait_for(lambda: helpers(d.proc.pid), "the copy's helper starts", timeout=60)[0]
         os.kill(helper, signal.SIGSTOP)
         try:
             time.sleep(6)  # the pipe fills and the client waits: three windows

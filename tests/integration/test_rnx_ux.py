@@ -327,10 +327,10 @@ def test_list_since_and_user_filters(fresh_daemon):
     d = fresh_daemon()
     a = run_id(d, "true")
     d.wait(a)
-    time.sleep(3.5)   # --since 2s counts in whole seconds
+    time.sleep(12)    # --since 10s counts in whole seconds; b's run and two rnx starts fit in 10 s
     b = run_id(d, "true")
     d.wait(b)
-    assert list_ids(d, "--since", "2s") == [b]
+    assert list_ids(d, "--since", "10s") == [b]
     assert list_ids(d, "--since", "1h") == [a, b]
     assert list_ids(d, "--since", "2099-01-01T00:00:00Z") == []
     assert list_ids(d, "--user", "root") == [a, b]

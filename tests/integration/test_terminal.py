@@ -327,7 +327,9 @@ def test_an_attach_the_shim_had_not_taken_when_the_job_ended_hears_the_end(daemo
         jid = j["id"]
         wait_for(lambda: d.job(jid)["shim_pid"], "its shim runs")
         shim = d.job(jid)["shim_pid"]
-        time.sleep(0.2)   # (its terminal's socket made: the shim waits for its first client)
+        # its terminal's socket made (src/exec/shim.h: SHIM_ATTACH): the shim waits for its first client
+        wait_for(lambda: os.path.exists(os.path.join(d.state, "jobs", jid, "attach.sock")), "its terminal's socket")
+        time.sleep(0.05)  # (bound, then listening: a moment)
         os.kill(shim, signal.SIGSTOP)
         try:
             s, status, _ = attach_unix(d.sock, jid)

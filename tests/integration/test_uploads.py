@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, TERMINAL, setpriv
+from conftest import BUILD, TERMINAL, setpriv, wait_for
 
 UID = 4321
 
@@ -416,8 +416,7 @@ def test_no_put_at_all_expires(one_upload_daemon):
     code, ans = post_listing(d, [{"path": "a", "size": 5}])
     assert code == 202
     assert len(staged(d)) == 1
-    time.sleep(2.6)
-    assert staged(d) == []
+    wait_for(lambda: staged(d) == [], "the upload dropped after jobs.upload_timeout_s", 60)
     code, err = put(d, ans["upload"], b"12345")
     assert code == 404, err
     assert "no PUT of its bytes within jobs.upload_timeout_s" in d.log()

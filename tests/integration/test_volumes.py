@@ -173,7 +173,7 @@ def test_memory_volume_goes_with_its_last_job(fresh_daemon):
     with open(os.path.join(d.state, "volumes", "scratch", "mnt", "go"), "w"):
         pass
     assert d.wait(b)["status"] == "COMPLETED" and d.output(b) == "shared\n"
-    wait_for(lambda: "scratch" not in listed(d), "the memory volume is still listed", 10)
+    wait_for(lambda: "scratch" not in listed(d), "the memory volume is still listed", 60)
     assert not mount_points(os.path.join(d.state, "volumes"))
     assert not os.path.exists(os.path.join(d.state, "volumes", "scratch"))
     rc, out, err = job_run(d, "--volume=scratch", "true")
@@ -418,7 +418,7 @@ def test_a_volume_being_created_and_a_creation_that_fails(fresh_daemon):
                for k in range(2)]
     for t in threads:
         t.start()
-    wait_for(lambda: listed(d).get("slow", {}).get("state") == "creating", "never creating", 10)
+    wait_for(lambda: listed(d).get("slow", {}).get("state") == "creating", "never creating", 60)
     # meanwhile: the loop serves, the volume cannot be used or removed yet
     rc, out, err = job_run(d, "--volume=slow", "true")
     assert rc == 1 and "--volume: volume 'slow' is still being created" in err, err
@@ -439,7 +439,7 @@ def test_a_volume_being_created_and_a_creation_that_fails(fresh_daemon):
     fake_mke2fs(d, f'while [ ! -e {gate} ]; do sleep 0.05; done\nexec /usr/sbin/mke2fs "$@"\n')
     t = threading.Thread(target=lambda: vol(d, "create", "cut", "--size=16MB"))
     t.start()
-    wait_for(lambda: listed(d).get("cut", {}).get("state") == "creating", "never creating", 10)
+    wait_for(lambda: listed(d).get("cut", {}).get("state") == "creating", "never creating", 60)
     d.kill9()
     t.join()
     open(gate, "w").close()
