@@ -7,6 +7,7 @@ const S = {
   me: null, gpus: [], jobs: new Map(), workflows: [], samples: new Map(),
   tasks: new Map(),                 /* array id -> its tasks as GET /v1/jobs/ID_[SPEC] gives them, while expanded */
   loaded: false, es: null, log: null,
+  hist: null,                       /* the shown job's history: {id, box} (historyPart) */
 };
 /* The page's own key (docs/console.md, "Who may use the port"): rnx console hands it over once,
  * in the fragment of its sign-in redirect ("/#key=..."), which a browser never sends to a server;
@@ -168,6 +169,7 @@ function later() {
       } else {
         for (const id of ids) {
           try { S.jobs.set(id, await api("GET", "/v1/jobs/" + id)); } catch (e) { /* deleted meanwhile */ }
+          if (id === shownJob) loadHistory(id);   /* (its history grew: historyPart) */
         }
       }
       for (const id of arrays) if (S.tasks.has(id)) await loadTasks(id);
@@ -552,7 +554,41 @@ function pageJob(id) {
       h("dt", {}, "Memory"), h("dd", {}, `limit ${mib(lim.max_memory_mb)}, peak ${mib(u.memory_peak_bytes ? Math.round(u.memory_peak_bytes / 1048576) : 0)}`),
       h("dt", {}, "CPU"), h("dd", {}, `limit ${lim.max_cpu ? lim.max_cpu + " %" : "none"}, used ${((u.cpu_ns || 0) / 1e9).toFixed(2)} s`),
       h("dt", {}, "Processes"), h("dd", {}, `limit ${dash(lim.pids_max)}, now ${dash(u.pids_current)}`)),
+    historyPart(j),
     h("h3", {}, "Log ", h("span", {class: "note"}, "(following)")), pre];
+}
+
+/* A job's history: its events as rnx job status --detail prints them (GET /v1/jobs/{id}?detail=1,
+ * docs/api.md "Job detail"): who submitted, stopped, signaled or held it, why it waited, the GPUs
+ * it was granted, how it ended. Asked when its page is drawn, and again whenever an event about
+ * it comes while the page is shown (later(): joblet publishes a job whose history grew). Its box
+ * is kept across the page's redraws, as the log's is, and filled in place: the rest of the page
+ * is not drawn again for it. */
+function historyPart(j) {
+  if (!S.hist || S.hist.id !== j.id) {
+    S.hist = {id: j.id, box: h("div", {id: "job-history-box"}, h("p", {class: "note"}, "loading…"))};
+    loadHistory(j.id);
+  }
+  return [h("h3", {}, "History"), S.hist.box];
+}
+
+async function loadHistory(id) {
+  const hs = S.hist;
+  if (!hs || hs.id !== id) return;
+  const seq = hs.seq = (hs.seq || 0) + 1;   /* (an older answer that comes last is not drawn) */
+  let d;
+  try { d = (await api("GET", `/v1/jobs/${encodeURIComponent(id)}?detail=1`)).detail; } catch (e) {
+    if (hs.seq === seq) hs.box.replaceChildren(h("p", {class: "error"}, "history: " + e.message));
+    return;
+  }
+  if (hs.seq !== seq) return;
+  if (!d) { hs.box.replaceChildren(h("p", {class: "note"}, "Not shown to you.")); return; }
+  hs.box.replaceChildren(...[h("div", {class: "scroll"}, h("table", {id: "job-history"},
+      h("thead", {}, h("tr", {}, ["Time", "Event", "Detail"].map((t) => h("th", {scope: "col"}, t)))),
+      h("tbody", {}, (d.events || []).map((e) => h("tr", {"data-event": e.event},
+        h("td", {class: "nowrap"}, when(e.time)), h("td", {}, e.event), h("td", {}, e.detail || "")))))),
+    d.events_dropped ? h("p", {class: "note"}, `${d.events_dropped} older events were not kept (joblet keeps a job's last 64).`) : null]
+    .filter(Boolean));
 }
 
 /* A job array: its tasks by state (each started task is a job of its own, in the Jobs table with
@@ -571,7 +607,8 @@ function pageArray(j, mine) {
       h("dt", {}, "Tasks"), h("dd", {id: "array-counts"}, `${a.tasks} (${a.spec}): ${arrayCounts(j) || "–"}`),
       a.wait ? [h("dt", {}, "Waiting"), h("dd", {}, a.wait)] : null,
       h("dt", {}, "User"), h("dd", {}, userName(j.owner_uid)),
-      h("dt", {}, "Created"), h("dd", {}, when(j.created_at)))];
+      h("dt", {}, "Created"), h("dd", {}, when(j.created_at))),
+    historyPart(j)];
 }
 
 /* ---- a job's terminal (docs/console.md, "Terminal") -------------------------------------------
@@ -1029,6 +1066,7 @@ function render(navigated) {
   const key = p.name + "/" + (p.arg || "");
   if (key !== lastPage) {
     if (p.name !== "jobs" || !p.arg) stopLog();
+    S.hist = null;                  /* (a job's page opened again asks for its history afresh) */
     if (p.name !== "terminal") stopTerminal();
     lastPage = key;
     navigated = true;

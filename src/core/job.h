@@ -140,6 +140,9 @@ typedef struct job {
     uint32_t ev_sig;          /* its state and queue place + 1 as last published (publish.c); 0 none
                                * (set to 0: published again at the next turn, while it is live) */
     int32_t ev_ended;         /* its place + 1 among the jobs ended since the last publish (jobs.c); 0 none */
+    bool ev_news;             /* its history grew since it was last published (job_events.c): published
+                               * again, its state the same (a signal, an update, an attach), so that a
+                               * console's page of it is redrawn (publish.c) */
     uint8_t db_mark;          /* enum state_db_mark: its row in the open transaction, or lost with one (state.h) */
     /* What the job table's indexes count it as, as of its last jobs_index (jobs.h) */
     uint8_t idx_flags;        /* enum jobs_idx_flag (jobs.c) */

@@ -162,6 +162,7 @@ void job_events_forget(const char *id)
 
 void job_event(job *j, enum job_event ev, int64_t uid, const char *fmt, ...)
 {
+    j->ev_news = true;
     va_list ap;
     va_start(ap, fmt);
     record(j->id, 0, ev, uid, fmt, ap);
@@ -178,6 +179,7 @@ void job_event_array(const jarray *a, enum job_event ev, int64_t uid, const char
 
 void job_event_at(job *j, int64_t at_ms, enum job_event ev, int64_t uid, const char *fmt, ...)
 {
+    j->ev_news = true;
     va_list ap;
     va_start(ap, fmt);
     record(j->id, at_ms, ev, uid, fmt, ap);

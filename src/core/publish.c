@@ -110,8 +110,9 @@ static void job_changes(job **v, size_t n, bool quiet)
     for (size_t i = 0; i < n; i++) {
         job *j = v[i];
         uint32_t sig = job_sig(j) + 1;
-        if (j->ev_sig != sig) {
+        if (j->ev_sig != sig || j->ev_news) {
             j->ev_sig = sig;
+            j->ev_news = false;
             if (!quiet)
                 publish_job(j);
         }

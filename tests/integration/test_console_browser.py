@@ -463,12 +463,20 @@ def test_jobs_show_their_slurm_numbers(fresh_daemon, shots, own_net, tmp_path):
         hist = lambda x: [(r.get_attribute("data-event"), r.find_elements(By.TAG_NAME, "td")[2].text)
                           for r in css(x, "#job-history tbody tr")]
         wait(drv, lambda x: [e for e, _ in hist(x)][:1] == ["submitted"] and "started" in [e for e, _ in hist(x)])
+        # an event that changes no state (a signal to its command; SIGCONT does nothing to sleep)
+        # is news on the stream too (job.h: ev_news): the page shows it without a reload
+        code, ans = d.api("POST", f"/v1/jobs/{jid}/kill?signal=CONT")
+        assert code == 200, ans
+        wait(drv, lambda x: "signaled" in [e for e, _ in hist(x)])
         assert d.api("POST", f"/v1/jobs/{jid}/stop")[0] == 200
         d.wait(jid)
         wait(drv, lambda x: [e for e, _ in hist(x)][-2:] == ["stopping", "ended"])
-        events = d.api("GET", f"/v1/jobs/{jid}?detail=1")[1]["detail"]["events"]
-        assert hist(drv) == [(e["event"], e["detail"]) for e in events], (hist(drv), events)
-        assert "stopped by uid 0" in hist(drv)[-1][1]
+        events = [(e["event"], e["detail"]) for e in d.api("GET", f"/v1/jobs/{jid}?detail=1")[1]["detail"]["events"]]
+        try:
+            wait(drv, lambda x: hist(x) == events, 10)
+        except Exception:
+            assert hist(drv) == events
+        assert "stopped by uid 0" in events[-1][1]
         drv.save_screenshot(os.path.join(shots, "job-history.png"))
         # a task's page, from its row: its own number and its array's
         go(drv, "#/jobs")
