@@ -250,7 +250,7 @@ class HostService:
 
 GET = ("import urllib.request, sys\n"
        "try:\n"
-       "    print(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())\n"
+       "    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n"
        "except Exception as e:\n"
        "    print('failed:', e); sys.exit(3)\n")
 
