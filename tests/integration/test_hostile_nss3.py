@@ -81,14 +81,15 @@ def test_a_request_needing_several_slow_keys_is_answered_after_one_look_up_of_ea
     print(f"look-ups of {uid_s} s (uid) and {group_s} s (group), kept 1 s: whoami "
           f"{'never answered' if r is None else f'answered in {r[2]:.2f} s'}, after {len(seen)} look-ups: {seen}")
     assert r is not None, f"the request was not answered in 30 s: {len(seen)} look-ups\n{d.log()[-3000:]}"
-    code, who, took = r
+    code, who, _ = r
     assert code == 200 and who["uid"] == SLOW_UID and who.get("user") is None, who
     calls = sorted(f for f, _ in seen[:2])
     assert calls == ["getgrnam_r", "getpwuid_r"], f"one look-up of each key, asked at once: {seen}"
     # an answer taken past its time (the uid's, when the group's is slower) is asked again in the
     # background, not waited for: at most one more of each
     assert len(seen) <= 4 and all(n <= 2 for n in Counter(f for f, _ in seen).values()), seen
-    assert abs(seen[0][1] - seen[1][1]) < 0.5, f"the two keys were asked one after the other: {seen}"
+    # (one after the other would be 1.5 s apart: the uid's look-up's time)
+    assert abs(seen[0][1] - seen[1][1]) < 1.2, f"the two keys were asked one after the other: {seen}"
     # (no bound on `took`: the two look-ups asked at once, and not asked again, are what says the
     # request waited for one look-up of each; a time limit failed under a whole run's load, local
     # run 168: 3.3 s against 3.0, with both asked at the same instant)
