@@ -152,7 +152,7 @@ def test_deletes_with_a_reader_holding_an_old_snapshot_do_not_each_hold_the_loop
         reader.execute("ROLLBACK")
         reader.close()
     print("deletes with a reader open: " + ", ".join(f"{s:.2f} s" for s in took))
-    assert max(took[1:]) < 2.5, took
+    assert max(took[1:]) < 4.5, took   # (a checkpoint that waited would be 5 s)
     # the checkpoint is done again once the reader is gone: the WAL is emptied at the next delete
     more = run_to_end(d, 1)
     assert d.rnx("job", "delete", more[0]).returncode == 0

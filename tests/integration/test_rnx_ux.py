@@ -52,8 +52,8 @@ def test_kill_ends_a_job_that_ignores_sigterm_at_once(fresh_daemon, how):
     assert p.returncode == 0, p.stderr
     assert p.stdout == f"killing {jid} (SIGKILL to every process)\n"
     t0 = time.time()
-    job = d.wait(jid, timeout=20)
-    assert time.time() - t0 < 20
+    job = d.wait(jid, timeout=60)
+    assert time.time() - t0 < 60
     assert job["status"] == "STOPPED"
     assert job["end_reason"] == "killed"
     assert job["signal_name"] == "SIGKILL"
