@@ -169,9 +169,9 @@ function later() {
       } else {
         for (const id of ids) {
           try { S.jobs.set(id, await api("GET", "/v1/jobs/" + id)); } catch (e) { /* deleted meanwhile */ }
-          if (id === shownJob) loadHistory(id);   /* (its history grew: historyPart) */
         }
       }
+      if (shownJob && ids.includes(shownJob)) loadHistory(shownJob);   /* (its history grew: historyPart) */
       for (const id of arrays) if (S.tasks.has(id)) await loadTasks(id);
       if (wf) S.workflows = (await api("GET", "/v1/workflows")).workflows || [];
       if (g) S.gpus = (await api("GET", "/v1/gpus")).gpus || [];
