@@ -127,6 +127,7 @@ static double gpu_seconds(const job *j, int64_t now)
 typedef struct hist_user {
     uid_t uid;
     int jobs;
+    int64_t deleted_jobs;             /* of jobs, those deleted (their sums: the database's) */
     double gpu_seconds;
 } hist_user;
 
@@ -170,6 +171,45 @@ static hist_user *hist_user_of(hist_users *u, uid_t uid)
     return &u->v[u->n - 1];
 }
 
+void gpu_history_usage(const job *j, db_usage *u)
+{
+    /* in whole ms, its last run's split over its GPUs exactly (the answer's per-GPU sums are that
+     * run's alone, the owner's its earlier runs' too: gpu_ms_before) */
+    int64_t run_ms = (int64_t)(gpu_seconds(j, now_ms()) * 1000.0 + 0.5);
+    *u = (db_usage){.uid = j->owner_uid, .gpu_ms = run_ms + (int64_t)j->usage.gpu_ms_before};
+    size_t n = j->gpus.n;
+    for (size_t k = 0; k < n && u->ngpus < DB_USAGE_GPUS; k++) {
+        if (j->gpus.g[k].index < 0 || j->gpus.g[k].index >= GPU_MAX)
+            continue;
+        u->gpu[u->ngpus] = j->gpus.g[k].index;
+        u->gpu_ms_on[u->ngpus++] = run_ms / (int64_t)n + ((int64_t)k < run_ms % (int64_t)n ? 1 : 0);
+    }
+}
+
+/* The deleted jobs' sums (db_usage_load) into one answer's */
+typedef struct hist_deleted {
+    hist_users *users;
+    double *gs;
+    uid_t uid;
+    bool all;
+} hist_deleted;
+
+static void add_deleted(bool per_gpu, int64_t key, int64_t gpu_ms, int64_t jobs, void *arg)
+{
+    hist_deleted *x = arg;
+    if (per_gpu) {
+        if (key >= 0 && key < GPU_MAX && key < core.gpu.inv.n)
+            x->gs[key] += (double)gpu_ms / 1000.0;
+        return;
+    }
+    if (key < 0 || key > UINT32_MAX || (!x->all && (uid_t)key != x->uid))
+        return;
+    hist_user *u = hist_user_of(x->users, (uid_t)key);
+    u->gpu_seconds += (double)gpu_ms / 1000.0;
+    u->jobs += (int)jobs;
+    u->deleted_jobs += jobs;
+}
+
 json_t *gpu_history_json(uid_t uid, bool all, int hours)
 {
     int64_t now = now_ms(), since = now - (int64_t)hours * 3600000;
@@ -200,12 +240,18 @@ json_t *gpu_history_json(uid_t uid, bool all, int hours)
             h->wait_s += (double)(j->started_ms > from ? j->started_ms - from : 0) / 1000.0;
         }
     }
+    /* the jobs deleted since (rnx job delete, jobs.keep_ended_s): their sums, kept in the database */
+    jerr de = {0};
+    hist_deleted del = {&users, gs, uid, all};
+    if (core.db && db_usage_load(core.db, add_deleted, &del, &de) < 0)
+        log_warn("history: the deleted jobs' sums are left out: %s", de.msg);
     for (int i = 0; i < core.gpu.inv.n && i < GPU_MAX; i++)
         json_array_append_new(per_gpu, json_pack("{s:i,s:f}", "index", i, "gpu_seconds", gs[i]));
     json_t *per_user = json_array(), *jph = json_array(), *qw = json_array();
     for (size_t i = 0; i < users.n; i++)
-        json_array_append_new(per_user, json_pack("{s:I,s:f,s:i}", "uid", (json_int_t)users.v[i].uid, "gpu_seconds",
-                                                  users.v[i].gpu_seconds, "jobs", users.v[i].jobs));
+        json_array_append_new(per_user, json_pack("{s:I,s:f,s:i,s:I}", "uid", (json_int_t)users.v[i].uid,
+                                                  "gpu_seconds", users.v[i].gpu_seconds, "jobs", users.v[i].jobs,
+                                                  "deleted_jobs", (json_int_t)users.v[i].deleted_jobs));
     free(users.v);
     free(users.slot);
     for (size_t h = 0; h < nhours; h++) {

@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "../store/db.h"
+#include "job.h"
+
 /* Starts sampling (a timer on the loop, every HISTORY_TICK_S). */
 void gpu_history_start(void);
 void gpu_history_stop(void);
@@ -17,5 +20,8 @@ void gpu_history_tick(int64_t now);
 /* The answer for uid: per-user figures are its own alone unless all (core/authz.h:
  * AUTHZ_HISTORY_ALL). */
 json_t *gpu_history_json(uid_t uid, bool all, int hours);
+/* What job j, being deleted, leaves in the answer's per-user and per-GPU sums (its GPU time, its
+ * count: store/db.h db_usage), so that they do not forget deleted jobs. */
+void gpu_history_usage(const job *j, db_usage *u);
 
 #endif

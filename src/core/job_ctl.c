@@ -12,6 +12,7 @@
 #include "../common/util.h"
 #include "qclock.h"
 #include "events.h"
+#include "gpu_history.h"
 #include "job_events.h"
 #include "job_freeze.h"
 #include "jobs.h"
@@ -180,7 +181,9 @@ static int delete_row(job *j, jerr *e)
     /* what its end still owes (its GPUs back, its workflow told) is done before it goes */
     if (j->settle)
         settle();
-    if (db_delete_job(core.db, j->id, e) < 0) {
+    db_usage u;
+    gpu_history_usage(j, &u); /* (what it leaves in the History's sums: gpu_history.h) */
+    if (db_delete_job(core.db, j->id, &u, e) < 0) {
         log_err("%s", e->msg);
         return db_busy_refusal(e, "deleted"); /* another process's lock (a backup): a moment later it may go */
     }

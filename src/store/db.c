@@ -37,6 +37,7 @@ struct db {
     sqlite3_stmt *ins, *upd, *del, *wf_ins, *wf_upd, *audit_ins;
     sqlite3_stmt *ev_ins, *ev_trim, *ev_del;
     sqlite3_stmt *hw_job, *hw_array; /* keep_high_water for a job, for an array */
+    sqlite3_stmt *meta_add;          /* usage_add (made at first use) */
     sqlite3_stmt *extra_set[2], *extra_get[2]; /* db_job_extra_set, _get, by enum db_job_extra (made at first use) */
     bool orphans_left;        /* history events of no job were found at open and could not be deleted */
     bool was_clean;           /* the joblet before stopped clean (db_stopped_clean), as this one opened */
@@ -475,6 +476,7 @@ void db_close(db *d)
     sqlite3_finalize(d->ev_del);
     sqlite3_finalize(d->hw_job);
     sqlite3_finalize(d->hw_array);
+    sqlite3_finalize(d->meta_add);
     for (int i = 0; i < 2; i++) {
         sqlite3_finalize(d->extra_set[i]);
         sqlite3_finalize(d->extra_get[i]);
@@ -770,7 +772,70 @@ int db_save_job(db *d, const db_job *j, jerr *e)
     return sqlite3_changes(d->h) ? 0 : write_job(d, d->ins, j, e);
 }
 
-int db_delete_job(db *d, const char *id, jerr *e)
+/* value added to the meta table's row name (made at 0 when new), in the open transaction */
+static int meta_add(db *d, const char *name, int64_t value, jerr *e)
+{
+    if (!d->meta_add &&
+        sqlite3_prepare_v3(d->h, "INSERT INTO meta (name, value) VALUES (?, ?) "
+                                 "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+                           -1, SQLITE_PREPARE_PERSISTENT, &d->meta_add, NULL) != SQLITE_OK)
+        return jerr_set(e, EIO, "database: preparing the usage sums' statement: %s", sqlite3_errmsg(d->h));
+    sqlite3_reset(d->meta_add);
+    sqlite3_bind_text(d->meta_add, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(d->meta_add, 2, value);
+    int rc = sqlite3_step(d->meta_add) == SQLITE_DONE
+                 ? 0
+                 : jerr_set(e, write_errno(d), "database: adding to %s: %s", name, sqlite3_errmsg(d->h));
+    sqlite3_reset(d->meta_add);
+    return rc;
+}
+
+static int usage_add(db *d, const db_usage *u, jerr *e)
+{
+    char name[64];
+    snprintf(name, sizeof name, "deleted.uid.%lld.jobs", (long long)u->uid);
+    if (meta_add(d, name, 1, e) < 0)
+        return -1;
+    if (u->gpu_ms > 0) {
+        snprintf(name, sizeof name, "deleted.uid.%lld.gpu_ms", (long long)u->uid);
+        if (meta_add(d, name, u->gpu_ms, e) < 0)
+            return -1;
+    }
+    for (int i = 0; i < u->ngpus && i < DB_USAGE_GPUS; i++) {
+        snprintf(name, sizeof name, "deleted.gpu.%d.gpu_ms", u->gpu[i]);
+        if (u->gpu_ms_on[i] > 0 && meta_add(d, name, u->gpu_ms_on[i], e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int db_usage_load(db *d, void (*fn)(bool per_gpu, int64_t key, int64_t gpu_ms, int64_t jobs, void *arg), void *arg,
+                  jerr *e)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(d->h, "SELECT name, value FROM meta WHERE name LIKE 'deleted.%'", -1, &st, NULL) !=
+        SQLITE_OK)
+        return jerr_set(e, EIO, "database: reading the usage sums: %s", sqlite3_errmsg(d->h));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        int64_t v = sqlite3_column_int64(st, 1);
+        long long key;
+        char kind[8], what[8];
+        if (!name || sscanf(name, "deleted.%7[a-z].%lld.%7[a-z_]", kind, &key, what) != 3)
+            continue;
+        bool per_gpu = !strcmp(kind, "gpu"), ms = !strcmp(what, "gpu_ms");
+        if (!per_gpu && strcmp(kind, "uid"))
+            continue;
+        fn(per_gpu, key, ms ? v : 0, ms ? 0 : v, arg);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return jerr_set(e, EIO, "database: reading the usage sums: %s", sqlite3_errmsg(d->h));
+    return 0;
+}
+
+int db_delete_job(db *d, const char *id, const db_usage *u, jerr *e)
 {
     if (begin(d) < 0)
         return jerr_set(e, EIO, "database: cannot begin a transaction: %s", sqlite3_errmsg(d->h));
@@ -788,9 +853,11 @@ int db_delete_job(db *d, const char *id, jerr *e)
             rc = jerr_set(e, write_errno(d), "database: deleting the events of job %s: %s", id,
                           sqlite3_errmsg(d->h));
     }
+    if (rc == 0 && u)
+        rc = usage_add(d, u, e);
     sqlite3_reset(d->del);
     sqlite3_reset(d->ev_del);
-    if (rc < 0) /* neither: the job's row without its events (or these without it) is never committed */
+    if (rc < 0) /* none: the job's row without its events or its usage (or these without it) is never committed */
         exec_sql(d, "ROLLBACK TO joblet_delete;", NULL);
     exec_sql(d, "RELEASE joblet_delete;", NULL);
     if (rc == 0)

@@ -80,8 +80,23 @@ void db_job_free(db_job *r);
 
 int db_insert_job(db *d, const db_job *r, jerr *e);
 int db_update_job(db *d, const db_job *r, jerr *e);
-/* The job's row and its events, both or neither. */
-int db_delete_job(db *d, const char *id, jerr *e);
+/* What a deleted job leaves in the History's sums (the console, GET /v1/history): added to the
+ * meta table's rows "deleted.uid.<uid>.gpu_ms", "deleted.uid.<uid>.jobs" and
+ * "deleted.gpu.<index>.gpu_ms" in the delete's own transaction, so that a delete rolled back
+ * (the job kept) adds nothing and one committed is counted once, across restarts. */
+#define DB_USAGE_GPUS 64
+typedef struct db_usage {
+    int64_t uid;
+    int64_t gpu_ms;              /* its GPUs x its time, every run's: the owner's */
+    int ngpus;                   /* its last run's GPUs (indices), each adding its part of that run's */
+    int gpu[DB_USAGE_GPUS];
+    int64_t gpu_ms_on[DB_USAGE_GPUS];
+} db_usage;
+/* The job's row and its events, both or neither; with u, its usage added (above) with them. */
+int db_delete_job(db *d, const char *id, const db_usage *u, jerr *e);
+/* The deleted jobs' sums: fn(per_gpu, key (a uid, or a GPU's index), gpu_ms, jobs) for each. */
+int db_usage_load(db *d, void (*fn)(bool per_gpu, int64_t key, int64_t gpu_ms, int64_t jobs, void *arg), void *arg,
+                  jerr *e);
 /* e is a write's failure, of this file's (an EBUSY from elsewhere, a mount's, is not the
  * database's: never passed here); when another process's lock kept it out (EBUSY: a backup, a sqlite3
  * shell in a transaction), e becomes joblet's "not now, nothing was done: ask again"

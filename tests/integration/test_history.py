@@ -65,3 +65,42 @@ def test_history_counts_per_user_and_hour_and_the_waits(daemon):
     assert max(q["mean_s"] * q["jobs"] for q in h["queue_wait"]) >= 1.4
     mine = api_as(d, UID, "GET", "/v1/history?hours=1")[1]["per_user"]
     assert [u["uid"] for u in mine] == [UID] and mine[0]["jobs"] - mine_before.get(UID, 0) == 1, mine
+
+
+def test_deleted_jobs_stay_in_the_sums_across_a_restart(fresh_daemon):
+    """A deleted job (rnx job delete, jobs.keep_ended_s) dropped out of the per-user and per-GPU
+    sums: the History page forgot GPU-hours once their jobs were deleted. Its GPU time and its count
+    now stay (written in the delete's own transaction: store/db.h db_usage), after a restart too;
+    a user's own deleted jobs count in the user's own line."""
+    import pytest
+    d = fresh_daemon(f"gpu:\n  fixture: {FIX}/dgx-h100/machine.json\n  scrub: 0\n")
+    jid = d.submit("sleep", "1", gpu_count=2)
+    assert d.wait(jid)["status"] == "COMPLETED"
+    code, theirs = api_as(d, UID, "POST", "/v1/jobs", {"command": "true"})
+    assert code == 201, theirs
+    assert d.wait(theirs["id"])["status"] == "COMPLETED"
+
+    def sums(h):
+        return ({u["uid"]: (u["jobs"], u["gpu_seconds"], u.get("deleted_jobs")) for u in h["per_user"]},
+                {g["index"]: g["gpu_seconds"] for g in h["per_gpu"]})
+    users0, gpus0 = sums(d.api("GET", "/v1/history")[1])
+    assert users0[0][0] == 1 and users0[0][1] >= 2.0 and users0[0][2] == 0, users0
+    assert users0[UID][:1] == (1,) and sum(gpus0.values()) == pytest.approx(users0[0][1], abs=0.002), (users0, gpus0)
+    assert d.rnx("job", "delete", jid).returncode == 0
+    assert api_as(d, UID, "DELETE", f"/v1/jobs/{theirs['id']}")[0] == 200
+    assert d.api("GET", f"/v1/jobs/{jid}")[0] == 404
+
+    def same(h):
+        users, gpus = sums(h)
+        assert users[0][0] == 1 and users[0][2] == 1 and users[0][1] == pytest.approx(users0[0][1], abs=0.002), \
+            (users0, users)
+        assert users[UID][0] == 1 and users[UID][2] == 1, users
+        assert gpus.keys() == gpus0.keys() and all(gpus[i] == pytest.approx(gpus0[i], abs=0.002) for i in gpus), \
+            (gpus0, gpus)
+    same(d.api("GET", "/v1/history")[1])
+    d.stop()
+    d.start()
+    same(d.api("GET", "/v1/history")[1])
+    # a user sees their own line alone, with their deleted job
+    mine = api_as(d, UID, "GET", "/v1/history")[1]["per_user"]
+    assert [(u["uid"], u["jobs"], u["deleted_jobs"]) for u in mine] == [(UID, 1, 1)], mine

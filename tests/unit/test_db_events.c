@@ -32,6 +32,23 @@ static void count(const db_event *ev, void *arg)
     snprintf(s->last, sizeof s->last, "%s %s", ev->event, ev->detail ? ev->detail : "-");
 }
 
+typedef struct usage_seen {
+    int64_t uid7_ms, uid7_jobs, gpu_ms[8];
+    int other;
+} usage_seen;
+
+static void usage_add_up(bool per_gpu, int64_t key, int64_t gpu_ms, int64_t jobs, void *arg)
+{
+    usage_seen *s = arg;
+    if (per_gpu && key >= 0 && key < 8)
+        s->gpu_ms[key] += gpu_ms;
+    else if (!per_gpu && key == 7) {
+        s->uid7_ms += gpu_ms;
+        s->uid7_jobs += jobs;
+    } else
+        s->other++;
+}
+
 static db_job *a_job(const char *id, uint64_t seq)
 {
     db_job *j = calloc(1, sizeof *j);
@@ -105,9 +122,17 @@ static void test_bound_drop_delete_reopen(void **state)
     free(pl);
     assert_null(db_job_extra_get(d, a->id, DB_JOB_SPEC));
     assert_null(db_job_extra_get(d, "no-such-job", DB_JOB_SPEC));
-    /* the job goes, its history with it; the other's stays */
-    assert_int_equal(db_delete_job(d, a->id, &e), 0);
+    /* the job goes, its history with it, its usage into the deleted jobs' sums; the other's stays */
+    db_usage u = {.uid = 7, .gpu_ms = 5001, .ngpus = 2, .gpu = {1, 3}, .gpu_ms_on = {1501, 1500}};
+    assert_int_equal(db_delete_job(d, a->id, &u, &e), 0);
     assert_int_equal(db_flush(d, &e), 0);
+    usage_seen us = {0};
+    assert_int_equal(db_usage_load(d, usage_add_up, &us, &e), 0);
+    assert_int_equal(us.uid7_ms, 5001);
+    assert_int_equal(us.uid7_jobs, 1);
+    assert_int_equal(us.gpu_ms[1], 1501);
+    assert_int_equal(us.gpu_ms[3], 1500);
+    assert_int_equal(us.other, 0);
     memset(&s, 0, sizeof s);
     assert_int_equal(db_event_load(d, a->id, count, &s, &dropped, &e), 0);
     assert_int_equal(s.n, 0);
