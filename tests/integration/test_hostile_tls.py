@@ -748,6 +748,9 @@ def test_a_persons_connections_past_its_share_are_told_why():
         # the developer's 8 to the listener are not counted against its share of the socket's 32
         # (was: one count over every server, so its first local connection was refused too)
         st_local, _ = api_as(r.d, r.uid["developer"], "GET", "/v1/version")
+    except BaseException:
+        r.close()   # (its daemon and accounts go with it: the test's own)
+        raise
     finally:
         for s in held:
             s.close()
