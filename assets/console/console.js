@@ -903,7 +903,9 @@ async function pageHistory(main) {
     h("p", {class: "note"}, `Since ${when(hist.since)}: samples kept ${hist.keep_days} days, older ones averaged by the hour.`),
     h("section", {"aria-labelledby": "hu-h"}, h("h3", {id: "hu-h"}, "GPU-hours per user"), h("table", {id: "hist-users"},
       h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "User"), h("th", {scope: "col"}, "GPU-hours"), h("th", {scope: "col"}, "Jobs"))),
-      h("tbody", {}, (hist.per_user || []).map((u) => row([userName(u.uid), hrs(u.gpu_seconds), String(u.jobs)]))))),
+      /* (deleted jobs count too: their sums are kept, docs/api.md) */
+      h("tbody", {}, (hist.per_user || []).map((u) => row([userName(u.uid), hrs(u.gpu_seconds),
+        String(u.jobs) + (u.deleted_jobs ? ` (${u.deleted_jobs} deleted)` : "")]))))),
     h("section", {"aria-labelledby": "hg-h"}, h("h3", {id: "hg-h"}, "GPU-hours per GPU"), h("table", {id: "hist-gpus"},
       h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "GPU"), h("th", {scope: "col"}, "GPU-hours"))),
       h("tbody", {}, (hist.per_gpu || []).map((g) => row(["GPU " + g.index, hrs(g.gpu_seconds)]))))),

@@ -117,8 +117,10 @@ def test_console_in_chromium(fresh_daemon, shots, own_net, tmp_path):
         go(drv, "#/gpus")
         wait(drv, lambda x: css(x, 'article.gpu[data-index="3"][data-state="draining"]'))
 
+        # the stopped job deleted: its GPU time and count stay in History's sums, said so
+        assert d.rnx("job", "delete", jid).returncode == 0
         go(drv, "#/history")
-        wait(drv, lambda x: css(x, "#hist-users"))
+        wait(drv, lambda x: css(x, "#hist-users") and "(1 deleted)" in x.find_element(By.ID, "hist-users").text)
         drv.save_screenshot(os.path.join(shots, "history.png"))
         # never reloaded
         assert drv.execute_script("return window.__marker") == marker
