@@ -250,6 +250,21 @@ def test_a_database_locked_by_another_process_holds_requests_once_not_at_every_t
         assert d.wait(j, 60)["status"] == "STOPPED"
 
 
+def a_then_b(d):
+    """A runs until the test lets it end (let_a_end), B waits on it. (A was `sleep 1`: under a
+    whole run's load A could end before the test took the lock, and B's start was committed
+    before it: local run 173.)"""
+    a = d.submit("sh", "-c", "while [ ! -e /work/go ]; do sleep 0.05; done")
+    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
+    d.wait_status(a, "RUNNING")
+    return a, b
+
+
+def let_a_end(d, a):
+    with open(os.path.join(d.work(a), "go"), "w"):
+        pass
+
+
 def forked_while_locked(d, a, b):
     """A ends while the database is locked (locked_db); B, waiting on A, is then started: its
     shim is forked, the row that names it not committed. B's shim pid, once forked: the
@@ -277,11 +292,10 @@ def b_started_while_locked(d):
     """A runs and B waits on it; the database is locked (locked_db) and A ends: B is started, the
     row that names its shim not committed. Yields (B, its shim's pid) once B's command has had 2 s
     to run and has not (no start record, no end); the lock is let go on leaving."""
-    a = d.submit("sleep", "1")
-    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
-    d.wait_status(a, "RUNNING")
+    a, b = a_then_b(d)
     lock = locked_db(d)
     try:
+        let_a_end(d, a)
         shim = forked_while_locked(d, a, b)
         bdir = os.path.join(d.state, "jobs", b)
         time.sleep(2)  # what an ungated shim needed to run B (echo) many times over
@@ -391,11 +405,10 @@ def test_a_job_stopped_while_its_start_waits_for_its_commit_never_runs_its_comma
     if killed:
         env = {"LD_PRELOAD": preload_object(tmp_path, _KILL_AT_GO_ARMED, "kill_at_go"), "KILL_ARM": str(arm)}
     d = fresh_daemon(env=env)
-    a = d.submit("sleep", "1")
-    b = d.submit("sh", "-c", "echo ran", after=[{"job": a}])
-    d.wait_status(a, "RUNNING")
+    a, b = a_then_b(d)
     lock = locked_db(d)
     try:
+        let_a_end(d, a)
         forked_while_locked(d, a, b)
         # the stop reaches the shim; its commit fails (the lock): 503, as for a running job's
         d.rnx("job", "stop", b, timeout=60)
